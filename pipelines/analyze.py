@@ -1,0 +1,183 @@
+"""Analysis of one source: on the Ray actor spine (`analyze`) or inline in one process (`analyze_inline`,
+used by batch tasks). Both run the same stages and return the design's result schema.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+from app.errors import BadInput
+from pipelines.ingest import ReconnectPolicy, SegmentReader
+from pipelines.results import ResultBuilder
+from pipelines.sources import SourceSpec, parse_source
+from pipelines.stages import AudioTagStage, ParserStage, SpeechStage, StageConfig, limit_threads
+
+
+@dataclass
+class AnalyzeOptions:
+    stages: StageConfig = field(default_factory=StageConfig)
+    sample_fps: float = 2.0
+    max_side: int = 640
+    duration_s: float | None = None
+    rtsp_transport: str = "tcp"
+    live: bool | None = None
+    watchdog_s: float = 5.0
+    open_timeout_s: float = 10.0
+    reconnect: ReconnectPolicy = field(default_factory=ReconnectPolicy)
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """Ray wraps actor exceptions; return the user-facing cause when it is one of ours."""
+    cause = getattr(exc, "cause", None)
+    while cause is not None and not isinstance(cause, BadInput) and getattr(cause, "cause", None) is not None:
+        cause = cause.cause
+    return cause if isinstance(cause, BadInput) else exc
+
+
+class Pipeline:
+    """A running actor pipeline for one source. `wait()` blocks until the stream ends and returns the result."""
+
+    def __init__(self, source: str, options: AnalyzeOptions | None = None, job_id: str | None = None,
+                 db_path: str | None = None, source_id: str | None = None):
+        import ray
+
+        from pipelines.actors import IngestActor, ParserActor, SinkActor, SpeechActor, TagActor
+        from pipelines.runtime import ensure_ray
+
+        self.options = options = options or AnalyzeOptions()
+        self.spec: SourceSpec = parse_source(source, options.rtsp_transport, options.live)
+        ensure_ray()
+        self.started = time.perf_counter()
+        self.speech = SpeechActor.remote(options.stages)
+        self.tags = TagActor.remote(options.stages)
+        self.parser = ParserActor.remote(options.stages)
+        self.sink = SinkActor.remote(self.spec.name, job_id, db_path)
+        self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
+                                         options.max_side, options.duration_s, options.reconnect,
+                                         options.watchdog_s, options.open_timeout_s)
+        try:
+            ray.get([a.ready.remote() for a in (self.speech, self.tags, self.parser, self.sink)])
+        except ray.exceptions.RayActorError as exc:
+            self.close()
+            raise RuntimeError(f"a model actor failed to start: {exc}") from None
+        self.run_ref = self.ingest.run.remote(self.speech, self.tags, self.parser, self.sink)
+        self._ray = ray
+
+    def progress(self) -> dict:
+        return self._ray.get(self.ingest.progress.remote())
+
+    def stop(self) -> None:
+        self.ingest.stop.remote()
+
+    def done(self, timeout: float = 0.0) -> bool:
+        ready, _ = self._ray.wait([self.run_ref], timeout=timeout)
+        return bool(ready)
+
+    def wait(self, show_progress: bool = False) -> dict:
+        ray = self._ray
+        bar = None
+        try:
+            while not self.done(0.5):
+                if show_progress:
+                    bar = _update_bar(bar, self.progress(), self.spec.live)
+        except KeyboardInterrupt:
+            self.stop()
+            while not self.done(0.5):
+                pass
+        try:
+            out = ray.get(self.run_ref)
+        except ray.exceptions.RayTaskError as exc:
+            raise _unwrap(exc) from None
+        finally:
+            if bar is not None:
+                bar.close()
+        info = out["info"] or {}
+        wall = time.perf_counter() - self.started
+        stats = out["stats"]
+        result = ray.get(self.sink.result.remote(info.get("duration_s") if not self.spec.live else None,
+                                                 bool(info.get("has_audio")), bool(info.get("has_video")),
+                                                 wall, stats))
+        result["timings"]["ray_call_s"] = round(out["call_s"], 4)
+        return result
+
+    def close(self) -> None:
+        for actor in ("ingest", "speech", "tags", "parser", "sink"):
+            handle = getattr(self, actor, None)
+            if handle is not None:
+                self._ray_kill(handle)
+
+    @staticmethod
+    def _ray_kill(handle) -> None:
+        import ray
+        try:
+            ray.kill(handle, no_restart=True)
+        except Exception:  # already gone
+            pass
+
+
+def _update_bar(bar, prog: dict, live: bool):
+    from tqdm import tqdm
+
+    total = None if live else prog.get("duration")
+    if bar is None:
+        bar = tqdm(total=round(total, 1) if total else None, unit="s", desc="analyzing", file=sys.stderr,
+                   bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} s [{elapsed}<{remaining}]" if total else None,
+                   leave=False)
+    bar.n = round(prog["position"], 1) if total is None else min(round(prog["position"], 1), bar.total)
+    stats = prog["stats"]
+    bar.set_postfix_str(f"{stats['health']}, dropped {stats['frames_dropped']}", refresh=False)
+    bar.refresh()
+    return bar
+
+
+def analyze(source: str, options: AnalyzeOptions | None = None, show_progress: bool = False,
+            job_id: str | None = None, db_path: str | None = None) -> dict:
+    """Run `source` through the actor pipeline and return the result dict."""
+    pipeline = Pipeline(source, options, job_id=job_id, db_path=db_path)
+    try:
+        return pipeline.wait(show_progress)
+    finally:
+        pipeline.close()
+
+
+# -- inline (batch) -----------------------------------------------------------------------------------------
+_STAGE_CACHE: dict = {}
+
+
+def _stages(config: StageConfig):
+    """Models are loaded once per worker process and reused across the files it analyzes."""
+    key = repr(config)
+    if key not in _STAGE_CACHE:
+        _STAGE_CACHE.clear()
+        _STAGE_CACHE[key] = (SpeechStage(config), AudioTagStage(config))
+    speech, tags = _STAGE_CACHE[key]
+    speech.vad.reset()
+    speech._audio = speech._audio[:0]
+    return speech, tags
+
+
+def analyze_inline(source: str, options: AnalyzeOptions | None = None) -> dict:
+    """The same analysis in the calling process, without actors (one file per Ray task in batch mode)."""
+    options = options or AnalyzeOptions()
+    limit_threads(1)
+    spec = parse_source(source, options.rtsp_transport, options.live)
+    started = time.perf_counter()
+    speech, tags = _stages(options.stages)
+    parser = ParserStage(options.stages)
+    builder = ResultBuilder(spec.name)
+    reader = SegmentReader(spec, spec.name, sample_fps=options.sample_fps, max_side=options.max_side,
+                           duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,
+                           open_timeout_s=options.open_timeout_s).start()
+    try:
+        while (seg := reader.get()) is not None:
+            meta = {"index": seg.index, "start": seg.start, "end": seg.end, "emitted_wall": seg.emitted_wall,
+                    "n_frames": len(seg.frames)}
+            builder.add(parser.process(meta, speech.process(seg), tags.process(seg)))
+    finally:
+        reader.stop()
+    builder.add(parser.finish(speech.finish()))
+    info = reader.info
+    return builder.build(info.duration_s if info else None, bool(info and info.has_audio),
+                         bool(info and info.has_video), time.perf_counter() - started, reader.stats.to_dict())

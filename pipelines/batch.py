@@ -1,0 +1,136 @@
+"""Batch analysis of a folder: one Ray task per file, resumable through the SQLite store in OUTDIR.
+
+A file whose content hash already has a finished job is not analyzed again, so a run killed at any point
+(even with SIGKILL) and started again loses nothing and ends with the same outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.errors import BadInput
+from pipelines.analyze import AnalyzeOptions, analyze_inline
+from pipelines.exporters import summary_row, summary_table, to_webvtt, write_json
+from pipelines.sources import MEDIA_EXTENSIONS
+from pipelines.store import Store
+
+
+def find_media(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in MEDIA_EXTENSIONS)
+
+
+def content_key(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _task(path: str, options: AnalyzeOptions) -> tuple[dict | None, str | None]:
+    """Ray task body: a bad file is a reported failure, not a crash of the batch."""
+    try:
+        return analyze_inline(path, options), None
+    except BadInput as exc:
+        return None, str(exc)
+    except Exception as exc:  # keep the batch going; the error is recorded against the file
+        return None, f"internal error: {exc!r}"
+
+
+@dataclass
+class BatchReport:
+    done: int
+    skipped: int
+    failed: int
+    rows: list[dict]
+
+
+def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | None = None,
+              show_progress: bool = True, max_parallel: int | None = None) -> BatchReport:
+    import ray
+    from tqdm import tqdm
+
+    from pipelines.runtime import ensure_ray
+
+    folder, outdir = Path(folder), Path(outdir)
+    if not folder.is_dir():
+        raise BadInput(f"not a folder: {folder}")
+    files = find_media(folder)
+    if not files:
+        raise BadInput(f"no media files under {folder} (looked for {', '.join(sorted(MEDIA_EXTENSIONS))})")
+    outdir.mkdir(parents=True, exist_ok=True)
+    options = options or AnalyzeOptions()
+    store = Store(outdir / "foresight.db")
+    names = {p: str(p.relative_to(folder)) for p in files}
+    keys = {p: content_key(p) for p in files}
+
+    todo, skipped = [], 0
+    for p in files:
+        job = store.job_by_key(keys[p])
+        if job and job["status"] == "done":
+            skipped += 1
+        else:
+            if job is None:
+                store.create_job("batch", names[p], key=keys[p], job_id=keys[p][:32])
+            store.update_job(keys[p][:32], status="running")
+            todo.append(p)
+
+    if todo:
+        ensure_ray()
+        task = ray.remote(num_cpus=1, max_retries=1)(_task)
+        pending = {}
+        queue = list(todo)
+        limit = max_parallel or max(1, int(ray.available_resources().get("CPU", 1)))
+        bar = tqdm(total=len(files), initial=skipped, unit="file", desc="batch", file=sys.stderr,
+                   disable=not show_progress)
+        while queue or pending:
+            while queue and len(pending) < limit:
+                p = queue.pop(0)
+                pending[task.remote(str(p), options)] = p
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            p = pending.pop(ready[0])
+            job_id = keys[p][:32]
+            try:
+                result, error = ray.get(ready[0])
+            except ray.exceptions.RayError as exc:
+                result, error = None, f"worker failed: {type(exc).__name__}"
+            if result is not None:
+                result["source"] = names[p]
+                store.save_result(job_id, result)
+                _write_file_outputs(outdir, names[p], result)
+            else:
+                store.update_job(job_id, status="failed", error=error)
+                bar.write(f"failed: {names[p]}: {error}")
+            bar.update(1)
+        bar.close()
+
+    rows, done, failed = [], 0, 0
+    with open(outdir / "results.jsonl.tmp", "w") as jsonl:
+        for p in files:
+            job = store.job_by_key(keys[p])
+            result = json.loads(job["result_json"]) if job and job["status"] == "done" else None
+            if result is not None:
+                done += 1
+                _write_file_outputs(outdir, names[p], result)  # idempotent; restores files lost with a kill
+                jsonl.write(json.dumps(result, ensure_ascii=False) + "\n")
+            else:
+                failed += 1
+            rows.append(summary_row(names[p], result, job["error"] if job else None))
+    (outdir / "results.jsonl.tmp").replace(outdir / "results.jsonl")
+    (outdir / "summary.md").write_text(summary_table(rows))
+    store.close()
+    return BatchReport(done=done, skipped=skipped, failed=failed, rows=rows)
+
+
+def _write_file_outputs(outdir: Path, name: str, result: dict) -> None:
+    base = outdir / name
+    base.parent.mkdir(parents=True, exist_ok=True)
+    write_json(base.with_name(base.name + ".json"), result)
+    vtt = base.with_name(base.name + ".vtt")
+    tmp = vtt.with_suffix(".vtt.tmp")
+    tmp.write_text(to_webvtt(result.get("transcript", [])))
+    tmp.replace(vtt)

@@ -1,0 +1,49 @@
+"""Writers for batch outputs: per-file JSON and WebVTT, a JSONL of all results, and a summary table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _vtt_time(t: float) -> str:
+    ms = int(round(t * 1000))
+    h, rem = divmod(ms, 3_600_000)
+    m, rem = divmod(rem, 60_000)
+    s, ms = divmod(rem, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d}.{ms:03d}"
+
+
+def to_webvtt(transcript: list[dict]) -> str:
+    lines = ["WEBVTT", ""]
+    for i, cue in enumerate(transcript, 1):
+        end = max(cue["end"], cue["start"] + 0.01)
+        lines += [str(i), f"{_vtt_time(cue['start'])} --> {_vtt_time(end)}", cue["text"].replace("-->", "->"), ""]
+    return "\n".join(lines)
+
+
+def write_json(path: Path, result: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    tmp.replace(path)  # atomic: a killed run never leaves half a file
+
+
+def summary_row(name: str, result: dict | None, error: str | None) -> dict:
+    if result is None:
+        return {"file": name, "status": "failed", "duration_s": "", "events": "", "transcript_words": "",
+                "alerts": "", "realtime_factor": "", "error": error or ""}
+    words = sum(len(t["text"].split()) for t in result.get("transcript", []))
+    return {"file": name, "status": "done", "duration_s": result.get("duration_s"),
+            "events": len(result.get("events", [])), "transcript_words": words,
+            "alerts": len(result.get("alerts", [])),
+            "realtime_factor": result.get("timings", {}).get("realtime_factor"), "error": ""}
+
+
+def summary_table(rows: list[dict]) -> str:
+    """A Markdown table, readable in a terminal and on GitHub."""
+    if not rows:
+        return "(no files)\n"
+    cols = list(rows[0])
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    out += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
+    return "\n".join(out) + "\n"

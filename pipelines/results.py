@@ -1,0 +1,60 @@
+"""Assembles the design's result schema from the per-second outputs of the parser."""
+
+from __future__ import annotations
+
+import time
+
+SCHEMA_VERSION = 1
+
+
+class ResultBuilder:
+    def __init__(self, source: str):
+        self.source = source
+        self.events: list[dict] = []
+        self.transcript: list[dict] = []
+        self.moments: list[dict] = []
+        self.alerts: list[dict] = []
+        self.seconds = 0
+        self.last_end = 0.0
+        self.latencies: list[float] = []
+
+    def add(self, parsed: dict) -> None:
+        self.events.extend(parsed.get("events_closed", []))
+        self.transcript.extend(parsed.get("transcript", []))
+        self.alerts.extend(parsed.get("alerts", []))
+        if parsed.get("index") is not None:
+            self.seconds += 1
+            self.last_end = max(self.last_end, parsed["end"])
+            if parsed.get("emitted_wall"):
+                self.latencies.append(time.time() - parsed["emitted_wall"])
+
+    def build(self, duration_s: float | None, has_audio: bool, has_video: bool, wall_s: float,
+              ingest: dict | None = None, extra: dict | None = None) -> dict:
+        duration = round(duration_s if duration_s else self.last_end, 3)
+        events = sorted(self.events, key=lambda e: (e["start"], e["end"], e["label"]))
+        transcript = sorted(({"start": t["start"], "end": t["end"], "text": t["text"],
+                              **({"words": t["words"]} if t.get("words") else {})} for t in self.transcript),
+                            key=lambda t: t["start"])
+        result = {
+            "schema_version": SCHEMA_VERSION,
+            "source": self.source,
+            "duration_s": duration,
+            "has_audio": has_audio,
+            "has_video": has_video,
+            "events": events,
+            "transcript": transcript,
+            "moments": self.moments,
+            "alerts": sorted(self.alerts, key=lambda a: a["time"]),
+            "timings": {"wall_s": round(wall_s, 3),
+                        "realtime_factor": round(duration / wall_s, 3) if wall_s > 0 else None},
+        }
+        if ingest is not None:
+            result["ingest"] = ingest
+        if extra:
+            result.update(extra)
+        return result
+
+
+def stable_view(result: dict) -> dict:
+    """The result without run-dependent fields (timings, ingest counters), for comparing two runs."""
+    return {k: v for k, v in result.items() if k not in ("timings", "ingest")}

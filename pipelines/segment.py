@@ -1,0 +1,32 @@
+"""The unit that flows through the pipeline: one aligned second of sampled frames and audio."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Segment:
+    """Second `index` of a source, covering [start, end) on the source clock.
+
+    `frames` are the sampled RGB frames (H x W x 3 uint8) with their `frame_times`; `audio` is 16 kHz mono
+    float32 of length (end - start) * 16000, or None when the source has no audio.
+    `emitted_wall` is the wall-clock time the segment was complete, for latency accounting.
+    """
+
+    source_id: str
+    index: int
+    start: float
+    end: float
+    frames: list[np.ndarray] = field(default_factory=list)
+    frame_times: list[float] = field(default_factory=list)
+    audio: np.ndarray | None = None
+    emitted_wall: float = 0.0
+    dropped_before: int = 0
+    final: bool = False
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start

@@ -1,0 +1,142 @@
+"""Per-second processing stages. Each is plain Python so it runs inside a Ray actor (live spine) or
+inline in a Ray task (batch) with the same code.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.audio.asr import FasterWhisperRecognizer, SpeechRecognizer
+from models.audio.tags import YamnetTagger
+from models.audio.vad import RATE, StreamingVAD
+from pipelines.events import EventTracker
+from pipelines.segment import Segment
+
+# YAMNet labels that duplicate the VAD's speech events or carry no event information.
+IGNORED_TAGS = {"Silence", "Speech", "Speech synthesizer", "Narration, monologue", "Conversation",
+                "Male speech, man speaking", "Female speech, woman speaking", "Inside, small room"}
+
+
+def limit_threads(n: int = 1) -> None:
+    """One intra-op thread per actor: PyTorch collapses when two threads fight over two busy cores."""
+    import torch
+
+    torch.set_num_threads(n)
+
+
+@dataclass
+class StageConfig:
+    asr: bool = True
+    asr_model: str | None = None
+    asr_language: str | None = "en"
+    tags: bool = True
+    tag_threshold: float = 0.3
+    tag_top_k: int = 3
+    vad_threshold: float = 0.5
+    max_span_s: float = 20.0
+
+
+class SpeechStage:
+    """VAD on every second; Whisper on each finished speech span (cut at `max_span_s` when it runs long)."""
+
+    def __init__(self, config: StageConfig, recognizer: SpeechRecognizer | None = None):
+        self.config = config
+        self.vad = StreamingVAD(threshold=config.vad_threshold)
+        self.asr = recognizer if recognizer is not None or not config.asr else FasterWhisperRecognizer(
+            config.asr_model, language=config.asr_language)
+        self._audio = np.zeros(0, np.float32)
+        self._audio_t0 = 0.0
+        self.asr_seconds = 0.0
+
+    def _keep(self, seg: Segment) -> None:
+        expected = self._audio_t0 + self._audio.size / RATE
+        if self._audio.size == 0 or abs(seg.start - expected) > 0.05:
+            self._audio, self._audio_t0 = seg.audio.copy(), seg.start
+        else:
+            self._audio = np.concatenate([self._audio, seg.audio])
+        horizon = max(self.config.max_span_s + 5.0, 30.0)
+        excess = self._audio.size - int(horizon * RATE)
+        if excess > 0:
+            self._audio = self._audio[excess:]
+            self._audio_t0 += excess / RATE
+
+    def _cut(self, start: float, end: float) -> np.ndarray:
+        lo = max(0, int(round((start - self._audio_t0) * RATE)))
+        hi = max(lo, int(round((end - self._audio_t0) * RATE)))
+        return self._audio[lo:hi]
+
+    def _transcribe(self, start: float, end: float) -> list[dict]:
+        if self.asr is None:
+            return []
+        t0 = time.perf_counter()
+        segs = self.asr.transcribe(self._cut(start, end), max(start, self._audio_t0))
+        self.asr_seconds += time.perf_counter() - t0
+        return [s.to_dict() for s in segs]
+
+    def process(self, seg: Segment) -> dict:
+        out = {"index": seg.index, "speech_prob": 0.0, "spans": [], "transcript": []}
+        if seg.audio is None:
+            return out
+        self._keep(seg)
+        spans, probs = self.vad.feed(seg.audio, seg.start)
+        out["speech_prob"] = round(max(probs), 3) if probs else 0.0
+        for span in spans:
+            out["spans"].append([round(span.start, 2), round(span.end, 2)])
+            out["transcript"].extend(self._transcribe(span.start, span.end))
+        since = self.vad.open_since
+        if since is not None and seg.end - since >= self.config.max_span_s:
+            out["transcript"].extend(self._transcribe(since, seg.end))
+            self.vad._start = seg.end  # the rest of this long span is transcribed as a new piece
+        return out
+
+    def finish(self) -> dict:
+        out = {"index": None, "speech_prob": 0.0, "spans": [], "transcript": []}
+        span = self.vad.close()
+        if span is not None:
+            out["spans"].append([round(span.start, 2), round(span.end, 2)])
+            out["transcript"].extend(self._transcribe(span.start, span.end))
+        return out
+
+
+class AudioTagStage:
+    """YAMNet AudioSet tags for one second."""
+
+    def __init__(self, config: StageConfig):
+        self.config = config
+        self.tagger = YamnetTagger(threads=1) if config.tags else None
+
+    def process(self, seg: Segment) -> dict:
+        if self.tagger is None or seg.audio is None:
+            return {"index": seg.index, "tags": {}}
+        probs = self.tagger.scores(seg.audio)
+        return {"index": seg.index, "tags": self.tagger.top(probs, k=8, min_prob=0.05)}
+
+
+class ParserStage:
+    """Turns per-second stage outputs into events (audio tags and speech spans for now)."""
+
+    def __init__(self, config: StageConfig):
+        self.config = config
+        self.tracker = EventTracker(max_gap=1)
+
+    def _labels(self, tags: dict[str, float]) -> dict[tuple[str, str], float]:
+        kept = [(name, p) for name, p in tags.items() if name not in IGNORED_TAGS and p >= self.config.tag_threshold]
+        kept.sort(key=lambda x: -x[1])
+        return {(name, "audio"): p for name, p in kept[: self.config.tag_top_k]}
+
+    def process(self, seg_meta: dict, speech: dict, tags: dict) -> dict:
+        closed = self.tracker.update(seg_meta["start"], seg_meta["end"], self._labels(tags.get("tags", {})))
+        for a, b in speech["spans"]:
+            closed.append(self.tracker.add_span("Speech", "audio", a, b, max(speech["speech_prob"], 0.5)))
+        return {**seg_meta, "speech_prob": speech["speech_prob"], "tags": tags.get("tags", {}),
+                "events_closed": [e.to_dict() for e in closed], "transcript": speech["transcript"]}
+
+    def finish(self, speech: dict) -> dict:
+        closed = self.tracker.finish()
+        for a, b in speech["spans"]:
+            closed.append(self.tracker.add_span("Speech", "audio", a, b, 0.5))
+        return {"index": None, "final": True, "events_closed": [e.to_dict() for e in closed],
+                "transcript": speech["transcript"], "tags": {}, "speech_prob": 0.0}

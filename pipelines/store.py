@@ -1,0 +1,175 @@
+"""SQLite storage (WAL mode) for sources, jobs, events, transcripts, moments and alerts.
+
+A job's rows are replaced in one transaction when its result is saved, so a process killed at any point
+leaves either the previous state or the new one, never half a result: that is what makes batch resumable.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sources (
+    id TEXT PRIMARY KEY, uri TEXT NOT NULL, kind TEXT NOT NULL, created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, source TEXT NOT NULL, key TEXT,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),
+    progress REAL NOT NULL DEFAULT 0, error TEXT, result_json TEXT,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_key ON jobs(key);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, label TEXT NOT NULL,
+    modality TEXT NOT NULL, start REAL NOT NULL, "end" REAL NOT NULL, confidence REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_job ON events(job_id);
+CREATE TABLE IF NOT EXISTS transcript (
+    id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, start REAL NOT NULL,
+    "end" REAL NOT NULL, text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS transcript_job ON transcript(job_id);
+CREATE TABLE IF NOT EXISTS moments (
+    id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, query TEXT NOT NULL,
+    start REAL NOT NULL, "end" REAL NOT NULL, score REAL NOT NULL, weights_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS alerts (
+    id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, time REAL NOT NULL,
+    severity TEXT NOT NULL, rule TEXT NOT NULL, reason TEXT NOT NULL, lead_time_s REAL,
+    evidence_json TEXT NOT NULL
+);
+"""
+
+
+class Store:
+    """A thread-safe handle on one SQLite database file."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self.db = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=30000")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+    def _tx(self, fn):
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(self.db)
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+            return out
+
+    # -- sources and jobs --------------------------------------------------------------------------------
+    def add_source(self, uri: str, kind: str, source_id: str | None = None) -> str:
+        sid = source_id or uuid.uuid4().hex[:12]
+        self._tx(lambda db: db.execute("INSERT OR REPLACE INTO sources VALUES (?,?,?,?)", (sid, uri, kind, time.time())))
+        return sid
+
+    def create_job(self, kind: str, source: str, key: str | None = None, job_id: str | None = None) -> str:
+        jid = job_id or uuid.uuid4().hex
+        now = time.time()
+        self._tx(lambda db: db.execute(
+            "INSERT INTO jobs (id, kind, source, key, status, progress, created_at, updated_at) "
+            "VALUES (?,?,?,?,'queued',0,?,?)", (jid, kind, source, key, now, now)))
+        return jid
+
+    def job(self, job_id: str) -> dict | None:
+        with self._lock:
+            row = self.db.execute("SELECT * FROM jobs WHERE id=?", (job_id,)).fetchone()
+        return dict(row) if row else None
+
+    def job_by_key(self, key: str) -> dict | None:
+        with self._lock:
+            row = self.db.execute("SELECT * FROM jobs WHERE key=? ORDER BY updated_at DESC LIMIT 1", (key,)).fetchone()
+        return dict(row) if row else None
+
+    def update_job(self, job_id: str, *, status: str | None = None, progress: float | None = None,
+                   error: str | None = None) -> None:
+        sets, args = ["updated_at=?"], [time.time()]
+        for col, val in (("status", status), ("progress", progress), ("error", error)):
+            if val is not None:
+                sets.append(f"{col}=?")
+                args.append(val)
+        self._tx(lambda db: db.execute(f"UPDATE jobs SET {', '.join(sets)} WHERE id=?", (*args, job_id)))
+
+    def count_jobs(self, statuses: Iterable[str]) -> int:
+        statuses = list(statuses)
+        with self._lock:
+            q = f"SELECT COUNT(*) FROM jobs WHERE status IN ({','.join('?' * len(statuses))})"
+            return int(self.db.execute(q, statuses).fetchone()[0])
+
+    # -- results -------------------------------------------------------------------------------------------
+    def save_result(self, job_id: str, result: dict) -> None:
+        """Replace every row of `job_id` with `result` and mark the job done, atomically."""
+        source = result.get("source", "")
+
+        def write(db: sqlite3.Connection) -> None:
+            for table in ("events", "transcript", "moments", "alerts"):
+                db.execute(f"DELETE FROM {table} WHERE job_id=?", (job_id,))
+            db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence) '
+                           "VALUES (?,?,?,?,?,?,?)",
+                           [(job_id, source, e["label"], e["modality"], e["start"], e["end"], e["confidence"])
+                            for e in result.get("events", [])])
+            db.executemany('INSERT INTO transcript (job_id, source, start, "end", text) VALUES (?,?,?,?,?)',
+                           [(job_id, source, t["start"], t["end"], t["text"]) for t in result.get("transcript", [])])
+            db.executemany('INSERT INTO moments (job_id, source, query, start, "end", score, weights_json) '
+                           "VALUES (?,?,?,?,?,?,?)",
+                           [(job_id, source, m["query"], m["start"], m["end"], m["score"],
+                             json.dumps(m.get("modality_weights", {}))) for m in result.get("moments", [])])
+            db.executemany("INSERT INTO alerts (job_id, source, time, severity, rule, reason, lead_time_s, "
+                           "evidence_json) VALUES (?,?,?,?,?,?,?,?)",
+                           [(job_id, source, a["time"], a["severity"], a["rule"], a["reason"], a.get("lead_time_s"),
+                             json.dumps(a.get("evidence", []))) for a in result.get("alerts", [])])
+            db.execute("UPDATE jobs SET status='done', progress=1, error=NULL, result_json=?, updated_at=? "
+                       "WHERE id=?", (json.dumps(result), time.time(), job_id))
+
+        self._tx(write)
+
+    def result(self, job_id: str) -> dict | None:
+        job = self.job(job_id)
+        if not job or not job["result_json"]:
+            return None
+        return json.loads(job["result_json"])
+
+    def append_rows(self, job_id: str, source: str, events: list[dict], transcript: list[dict],
+                    alerts: list[dict] | None = None) -> None:
+        """Incremental writes from a live sink (rows are final once written)."""
+        if not events and not transcript and not alerts:
+            return
+
+        def write(db: sqlite3.Connection) -> None:
+            db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence) '
+                           "VALUES (?,?,?,?,?,?,?)",
+                           [(job_id, source, e["label"], e["modality"], e["start"], e["end"], e["confidence"])
+                            for e in events])
+            db.executemany('INSERT INTO transcript (job_id, source, start, "end", text) VALUES (?,?,?,?,?)',
+                           [(job_id, source, t["start"], t["end"], t["text"]) for t in transcript])
+            db.executemany("INSERT INTO alerts (job_id, source, time, severity, rule, reason, lead_time_s, "
+                           "evidence_json) VALUES (?,?,?,?,?,?,?,?)",
+                           [(job_id, source, a["time"], a["severity"], a["rule"], a["reason"], a.get("lead_time_s"),
+                             json.dumps(a.get("evidence", []))) for a in (alerts or [])])
+
+        self._tx(write)
+
+    def rows(self, table: str, job_id: str) -> list[dict]:
+        if table not in ("events", "transcript", "moments", "alerts"):
+            raise ValueError(f"unknown table {table}")
+        with self._lock:
+            return [dict(r) for r in self.db.execute(f"SELECT * FROM {table} WHERE job_id=? ORDER BY id", (job_id,))]
