@@ -36,7 +36,27 @@ def _options(args):
         opts.rtsp_transport = args.rtsp_transport
     if getattr(args, "watchdog", None):
         opts.watchdog_s = args.watchdog
+    if getattr(args, "reconnect_budget", None) is not None:
+        opts.reconnect.outage_budget_s = args.reconnect_budget
     return opts
+
+
+def _graceful_stop():
+    """First Ctrl-C (or SIGTERM) ends a live source cleanly and writes its results; a second one aborts."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+
+    def handler(signum, frame):
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print("foresight: stopping (press Ctrl-C again to abort)", file=sys.stderr)
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    return stop
 
 
 def cmd_analyze(args) -> int:
@@ -49,7 +69,9 @@ def cmd_analyze(args) -> int:
             raise BadInput(f"--out {out} is a directory")
         if not out.parent.exists():
             raise BadInput(f"--out folder {out.parent} does not exist")
-    result = analyze(args.source, _options(args), show_progress=not args.quiet and sys.stderr.isatty())
+    stop = _graceful_stop()
+    result = analyze(args.source, _options(args), show_progress=not args.quiet and sys.stderr.isatty(),
+                     stop_event=stop)
     if args.out:
         from pipelines.exporters import write_json
         write_json(Path(args.out), result)
@@ -86,6 +108,23 @@ def cmd_demo_clip(args) -> int:
     return EXIT_OK
 
 
+# `foresight train NAME ...` / `foresight eval NAME ...` hand the rest of the command line to these.
+TRAIN_EVAL = {
+    ("train", "prefm"): "training.prefm.cli:train_main",
+    ("eval", "prefm"): "training.prefm.cli:eval_main",
+    ("train", "grounding"): "training.trisense.cli:train_main",
+    ("eval", "grounding"): "training.trisense.cli:eval_main",
+    ("eval", "safety"): "models.safety.cli:eval_main",
+}
+
+
+def cmd_train_eval(args) -> int:
+    import importlib
+
+    module, func = TRAIN_EVAL[(args.command, args.model)].split(":")
+    return int(getattr(importlib.import_module(module), func)(args.rest) or 0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="foresight", description="Streaming multimodal video analysis.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -98,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, help="stop a live source after this many seconds")
     p.add_argument("--rtsp-transport", choices=["tcp", "udp"], default="tcp")
     p.add_argument("--watchdog", type=float, default=5.0, help="seconds without data before a live source reconnects")
+    p.add_argument("--reconnect-budget", type=float, default=30.0,
+                   help="give up on a live source that stays down this many seconds (default 30)")
     p.add_argument("-q", "--quiet", action="store_true")
     _stage_args(p)
     p.set_defaults(func=cmd_analyze)
@@ -109,6 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true")
     _stage_args(p)
     p.set_defaults(func=cmd_batch)
+
+    for verb, what in (("train", "train a model"), ("eval", "evaluate a model")):
+        names = sorted(name for v, name in TRAIN_EVAL if v == verb)
+        p = sub.add_parser(verb, help=f"{what}: {', '.join(names)} (see `foresight {verb} NAME --help`)",
+                           add_help=False)
+        p.add_argument("model", choices=names)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(func=cmd_train_eval)
 
     p = sub.add_parser("demo-clip", help="build the demo clip from media that installed packages carry")
     p.add_argument("out")

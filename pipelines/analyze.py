@@ -5,7 +5,9 @@ used by batch tasks). Both run the same stages and return the design's result sc
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.errors import BadInput
@@ -28,6 +30,18 @@ class AnalyzeOptions:
     reconnect: ReconnectPolicy = field(default_factory=ReconnectPolicy)
 
 
+def probe(spec: SourceSpec, timeout_s: float = 10.0) -> None:
+    """Open `spec` and check it has a decodable stream; raises BadInput with the reason if not."""
+    from pipelines.decode import MediaDecoder
+    from pipelines.sources import open_container
+
+    container = open_container(spec, timeout_s, timeout_s)
+    try:
+        MediaDecoder(container)
+    finally:
+        container.close()
+
+
 def _unwrap(exc: BaseException) -> BaseException:
     """Ray wraps actor exceptions; return the user-facing cause when it is one of ours."""
     cause = getattr(exc, "cause", None)
@@ -48,6 +62,8 @@ class Pipeline:
 
         self.options = options = options or AnalyzeOptions()
         self.spec: SourceSpec = parse_source(source, options.rtsp_transport, options.live)
+        if not self.spec.live:
+            probe(self.spec, options.open_timeout_s)  # fail fast on bad files, before starting Ray and models
         ensure_ray()
         self.started = time.perf_counter()
         self.speech = SpeechActor.remote(options.stages)
@@ -75,17 +91,17 @@ class Pipeline:
         ready, _ = self._ray.wait([self.run_ref], timeout=timeout)
         return bool(ready)
 
-    def wait(self, show_progress: bool = False) -> dict:
+    def wait(self, show_progress: bool = False, stop_event: threading.Event | None = None) -> dict:
+        """Block until the stream ends; setting `stop_event` (e.g. from a SIGINT handler) ends a live source."""
         ray = self._ray
         bar = None
-        try:
-            while not self.done(0.5):
-                if show_progress:
-                    bar = _update_bar(bar, self.progress(), self.spec.live)
-        except KeyboardInterrupt:
-            self.stop()
-            while not self.done(0.5):
-                pass
+        stopping = False
+        while not self.done(0.5):
+            if stop_event is not None and stop_event.is_set() and not stopping:
+                self.stop()
+                stopping = True
+            if show_progress:
+                bar = _update_bar(bar, self.progress(), self.spec.live)
         try:
             out = ray.get(self.run_ref)
         except ray.exceptions.RayTaskError as exc:
@@ -133,11 +149,12 @@ def _update_bar(bar, prog: dict, live: bool):
 
 
 def analyze(source: str, options: AnalyzeOptions | None = None, show_progress: bool = False,
-            job_id: str | None = None, db_path: str | None = None) -> dict:
+            job_id: str | None = None, db_path: str | None = None,
+            stop_event: threading.Event | None = None) -> dict:
     """Run `source` through the actor pipeline and return the result dict."""
     pipeline = Pipeline(source, options, job_id=job_id, db_path=db_path)
     try:
-        return pipeline.wait(show_progress)
+        return pipeline.wait(show_progress, stop_event)
     finally:
         pipeline.close()
 
@@ -158,8 +175,12 @@ def _stages(config: StageConfig):
     return speech, tags
 
 
-def analyze_inline(source: str, options: AnalyzeOptions | None = None) -> dict:
-    """The same analysis in the calling process, without actors (one file per Ray task in batch mode)."""
+def analyze_inline(source: str, options: AnalyzeOptions | None = None,
+                   progress: Callable[[float], None] | None = None) -> dict:
+    """The same analysis in the calling process, without actors (one file per Ray task in batch mode).
+
+    `progress`, if given, is called after each second with the fraction done (files of known duration).
+    """
     options = options or AnalyzeOptions()
     limit_threads(1)
     spec = parse_source(source, options.rtsp_transport, options.live)
@@ -175,6 +196,8 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None) -> dict:
             meta = {"index": seg.index, "start": seg.start, "end": seg.end, "emitted_wall": seg.emitted_wall,
                     "n_frames": len(seg.frames)}
             builder.add(parser.process(meta, speech.process(seg), tags.process(seg)))
+            if progress is not None and reader.info is not None and reader.info.duration_s:
+                progress(min(1.0, seg.end / reader.info.duration_s))
     finally:
         reader.stop()
     builder.add(parser.finish(speech.finish()))

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 import av
 
@@ -24,7 +24,7 @@ from pipelines.segmenter import Segmenter
 from pipelines.sources import SourceSpec, open_container
 
 
-class Health(str, Enum):
+class Health(StrEnum):
     CONNECTING = "connecting"
     LIVE = "live"
     RECONNECTING = "reconnecting"

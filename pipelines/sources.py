@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import av
@@ -21,7 +21,7 @@ AUDIO_EXTENSIONS = {".wav", ".mp3", ".flac", ".ogg", ".oga", ".m4a", ".aac", ".o
 MEDIA_EXTENSIONS = VIDEO_EXTENSIONS | AUDIO_EXTENSIONS
 
 
-class SourceKind(str, Enum):
+class SourceKind(StrEnum):
     FILE = "file"
     DEVICE = "device"
     RTSP = "rtsp"
@@ -86,7 +86,7 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
     options = dict(spec.options)
     if spec.kind is SourceKind.RTSP:
         # FFmpeg's RTSP demuxer takes its socket timeout in microseconds.
-        options.setdefault("timeout", str(int(read_timeout_s * 1_000_000)))
+        options.setdefault("timeout", str(int(max(open_timeout_s, read_timeout_s) * 1_000_000)))
     if spec.kind in (SourceKind.HTTP, SourceKind.HLS):
         options.setdefault("reconnect", "0")
     try:

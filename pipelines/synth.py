@@ -125,7 +125,8 @@ def write_clip(path: str | Path, spec: ClipSpec) -> Path:
             vstream = out.add_stream(spec.video_codec, rate=Fraction(spec.fps).limit_denominator(1001))
             vstream.width, vstream.height, vstream.pix_fmt = spec.width, spec.height, "yuv420p"
             if spec.video_codec == "libx264":
-                vstream.options = {"crf": str(spec.crf), "preset": "veryfast"}
+                # A keyframe every second: streams can be joined (RTSP tests) and seeked at any second.
+                vstream.options = {"crf": str(spec.crf), "preset": "veryfast", "g": str(max(1, round(spec.fps)))}
         if spec.audio is not None:
             astream = out.add_stream(spec.audio_codec, rate=spec.audio_rate if spec.audio_codec != "aac"
                                      else max(spec.audio_rate, 16000))

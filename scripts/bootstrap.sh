@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Idempotent set-up on a fresh Debian machine: system packages, .venv with the pinned stack, the package
+# itself (editable) and the demo clip. Re-running is cheap: each step is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+APT_PACKAGES=(ffmpeg espeak-ng sox sound-theme-freedesktop rtsp-server-perl)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[setup] installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+if [ ! -x .venv/bin/python ]; then
+  echo "[setup] creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+
+stamp=.venv/.foresight-setup
+want=$(cat requirements.lock.txt requirements-nodeps.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "[setup] installing pinned Python packages into .venv (first time: a few minutes, ~6 GB)"
+  .venv/bin/python -m pip install -q --upgrade pip wheel
+  .venv/bin/python -m pip install -q -r requirements.lock.txt -r requirements-dev.txt
+  # These declare conflicting pins (old torch, numpy<2, another OpenCV build); they work without them.
+  .venv/bin/python -m pip install -q --no-deps -r requirements-nodeps.txt
+  .venv/bin/python -m pip install -q --no-deps -e .
+  echo "$want" > "$stamp"
+fi
+
+mkdir -p data
+if [ ! -s data/demo.mp4 ]; then
+  echo "[setup] building data/demo.mp4 from espeak-ng speech, freedesktop sounds and scikit-image pictures"
+  .venv/bin/foresight demo-clip data/demo.mp4
+fi

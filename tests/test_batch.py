@@ -1,0 +1,98 @@
+"""Batch over a folder on Ray tasks, the SQLite store, and resuming after SIGKILL with nothing lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from pipelines.results import stable_view
+from pipelines.store import Store
+from pipelines.synth import RATE, ClipSpec, place, speak, write_clip
+from tests.conftest import FORESIGHT, ROOT, run_cli
+
+SENTENCES = ["The red car is parked outside.", "Open the window please.", "My password is secret.",
+             "The dog is barking loudly.", "Turn off the kitchen lights."]
+
+
+@pytest.fixture(scope="module")
+def clip_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("clips")
+    for i, text in enumerate(SENTENCES):
+        speech = speak(text)
+        track = np.zeros(int((speech.size / RATE + 2.0) * RATE), np.float32)
+        place(track, speech, 1.0)
+        shade = 40 * i
+
+        def frame(t, shade=shade):
+            return np.full((120, 160, 3), shade, np.uint8)
+        write_clip(folder / f"clip{i}.mp4", ClipSpec(track.size / RATE, 10, 160, 120, frame, track))
+    (folder / "sub").mkdir()
+    (folder / "sub" / "broken.mp4").write_bytes(b"\x00" * 5000)
+    return folder
+
+
+def stable_lines(path):
+    return [stable_view(json.loads(line)) for line in path.read_text().splitlines()]
+
+
+def test_store_is_wal_and_replaces_results_atomically(tmp_path):
+    store = Store(tmp_path / "f.db")
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    job = store.create_job("analyze", "a.mp4")
+    result = {"source": "a.mp4", "events": [{"label": "Speech", "modality": "audio", "start": 1, "end": 2,
+                                             "confidence": 0.9}],
+              "transcript": [{"start": 1, "end": 2, "text": "hi"}], "moments": [], "alerts": []}
+    store.save_result(job, result)
+    store.save_result(job, result)  # saving again replaces, never duplicates
+    assert len(store.rows("events", job)) == 1 and store.job(job)["status"] == "done"
+    assert store.result(job) == result
+    other = sqlite3.connect(tmp_path / "f.db")  # a second process-style reader sees committed rows
+    assert other.execute("SELECT COUNT(*) FROM transcript").fetchone()[0] == 1
+
+
+@pytest.mark.slow
+def test_batch_outputs_failures_and_resume_after_sigkill(clip_folder, tmp_path):
+    full = tmp_path / "full"
+    proc = run_cli("batch", str(clip_folder), "--out", str(full), "--no-tags", timeout=600)
+    assert proc.returncode == 2, proc.stderr  # one broken file: reported, the rest done
+    assert "5 done" in proc.stdout and "1 failed" in proc.stdout
+    assert "sub/broken.mp4" in (full / "summary.md").read_text()
+    lines = stable_lines(full / "results.jsonl")
+    assert [r["source"] for r in lines] == [f"clip{i}.mp4" for i in range(5)]
+    for text, result in zip(SENTENCES, lines, strict=True):
+        said = " ".join(t["text"] for t in result["transcript"]).lower()
+        assert text.split()[1].lower() in said
+    vtt = (full / "clip2.mp4.vtt").read_text()
+    assert vtt.startswith("WEBVTT") and "-->" in vtt and "password" in vtt.lower()
+
+    # Kill a second run with SIGKILL as soon as its first file is stored, then run again.
+    resumed = tmp_path / "resumed"
+    p = subprocess.Popen([*FORESIGHT, "batch", str(clip_folder), "--out", str(resumed), "--no-tags", "-q"],
+                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 300
+    done = 0
+    while time.time() < deadline and p.poll() is None:
+        db = resumed / "foresight.db"
+        if db.exists():
+            try:
+                done = sqlite3.connect(db).execute("SELECT COUNT(*) FROM jobs WHERE status='done'").fetchone()[0]
+            except sqlite3.OperationalError:
+                done = 0
+            if done >= 1:
+                break
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    assert 1 <= done < 5, "the kill should land in the middle of the batch"
+    proc = run_cli("batch", str(clip_folder), "--out", str(resumed), "--no-tags", timeout=600)
+    assert f"({done} from earlier runs)" in proc.stdout, proc.stdout
+    assert stable_lines(resumed / "results.jsonl") == lines
+    store = Store(resumed / "foresight.db")
+    assert store.count_jobs(["done"]) == 5 and store.count_jobs(["failed"]) == 1

@@ -1,0 +1,105 @@
+"""Live RTSP on loopback: reconnect after the server is killed and restarted, actor crash recovery, dead streams."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+import ray
+
+from pipelines.analyze import AnalyzeOptions, Pipeline
+from pipelines.ingest import ReconnectPolicy
+from pipelines.stages import StageConfig
+from tests.conftest import FORESIGHT, ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def live_options(duration: float, budget: float = 30.0) -> AnalyzeOptions:
+    return AnalyzeOptions(stages=StageConfig(asr=False), duration_s=duration, rtsp_transport="udp", watchdog_s=5.0,
+                          reconnect=ReconnectPolicy(initial_s=0.3, max_s=1.0, outage_budget_s=budget))
+
+
+def wait_position(pipe: Pipeline, at_least: float, timeout: float = 60) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        prog = pipe.progress()
+        if prog["position"] >= at_least:
+            return prog
+        time.sleep(0.2)
+    raise AssertionError(f"stream did not reach {at_least} s: {prog}")
+
+
+def test_reconnects_after_server_restart_and_reports_lost_seconds(rtsp_server, ray_runtime):
+    pipe = Pipeline(rtsp_server.url, live_options(duration=16.0))
+    try:
+        wait_position(pipe, 4.0)
+        rtsp_server.kill()
+        time.sleep(3.0)
+        rtsp_server.start()
+        result = pipe.wait()
+    finally:
+        pipe.close()
+    ingest = result["ingest"]
+    assert ingest["reconnects"] >= 1
+    assert ingest["lost_seconds"] >= 2.0, ingest
+    gap_end = ingest["lost_intervals"][0][1]
+    assert ingest["health"] == "ended" and result["duration_s"] >= 16.0
+    # segments kept coming after the gap: sound events exist after it
+    assert any(e["start"] >= gap_end for e in result["events"]), result["events"]
+
+
+def test_stage_actor_crash_restarts_and_stream_goes_on(rtsp_server, ray_runtime):
+    pipe = Pipeline(rtsp_server.url, live_options(duration=12.0))
+    try:
+        wait_position(pipe, 3.0)
+        old_pid = ray.get(pipe.speech.pid.remote())
+        os.kill(old_pid, signal.SIGKILL)
+        result = pipe.wait()
+        new_pid = ray.get(pipe.speech.pid.remote())
+        latencies = ray.get(pipe.sink.latencies.remote())
+    finally:
+        pipe.close()
+    assert new_pid != old_pid
+    assert result["ingest"]["segments_emitted"] >= 12
+    assert len(latencies) >= 11  # every second reached the sink, the ones after the crash included
+
+
+def test_stream_that_stops_sending_exits_2_with_partial_results(rtsp_server, tmp_path):
+    out = tmp_path / "partial.json"
+    proc = subprocess.Popen([*FORESIGHT, "analyze", rtsp_server.url, "--rtsp-transport", "udp", "--no-asr",
+                             "--watchdog", "2", "--reconnect-budget", "4", "--out", str(out), "-q"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(20)  # CLI start-up (Ray, models) then some seconds of stream
+    rtsp_server.kill()
+    stopped = time.time()
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 2, err
+    assert time.time() - stopped < 40
+    assert "stopped sending" in err and "Traceback" not in err
+    result = json.loads(out.read_text())
+    assert result["ingest"]["health"] == "failed" and result["duration_s"] >= 1
+
+
+def test_sigint_stops_a_live_source_cleanly(rtsp_server, tmp_path):
+    out = tmp_path / "live.json"
+    proc = subprocess.Popen([*FORESIGHT, "analyze", rtsp_server.url, "--rtsp-transport", "udp", "--no-asr",
+                             "--out", str(out), "-q"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(20)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "stopping" in err and "Traceback" not in err
+    result = json.loads(out.read_text())
+    assert result["duration_s"] >= 1 and result["ingest"]["health"] == "ended"

@@ -1,0 +1,80 @@
+"""Segmenter and decoder on real encoded media: alignment, odd rates, VFR, missing streams."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import av
+import numpy as np
+import pytest
+
+from pipelines.ingest import SegmentReader
+from pipelines.sources import parse_source
+from pipelines.synth import ClipSpec, flash_tone_clip, tone, write_clip
+
+
+def read_all(path) -> tuple[list, SegmentReader]:
+    reader = SegmentReader(parse_source(str(path)), "t").start()
+    segs = []
+    while (seg := reader.get(timeout=30)) is not None:
+        segs.append(seg)
+    return segs, reader
+
+
+def tone_onset(audio: np.ndarray, rate: int = 16000) -> float | None:
+    loud = np.flatnonzero(np.abs(audio) > 0.1)
+    return None if loud.size == 0 else loud[0] / rate
+
+
+def test_flash_and_tone_land_in_the_same_second_at_the_right_offset(tmp_path):
+    path = flash_tone_clip(tmp_path / "ft.mp4", duration_s=6.0, event_s=(2.0, 4.5), audio_rate=44_100)
+    segs, reader = read_all(path)
+    assert [s.index for s in segs] == list(range(6))
+    bright = [s.index for s in segs if any(f.mean() > 128 for f in s.frames)]
+    beeps = {s.index: tone_onset(s.audio) for s in segs if tone_onset(s.audio) is not None}
+    assert bright == [2, 4]
+    assert sorted(beeps) == [2, 4]
+    assert beeps[2] == pytest.approx(0.0, abs=0.03)  # the beep starts at 2.0 s
+    assert beeps[4] == pytest.approx(0.5, abs=0.03)  # and at 4.5 s
+    assert all(s.audio.size == 16000 and s.audio.dtype == np.float32 for s in segs)
+    assert all(len(s.frames) == 2 for s in segs)  # 2 fps sampling
+    assert reader.info.audio_rate == 44_100
+
+
+def test_video_without_audio_yields_segments_without_audio(tmp_path):
+    path = write_clip(tmp_path / "silent.mp4",
+                      ClipSpec(3.0, 25, 160, 120, lambda t: np.full((120, 160, 3), int(t * 50), np.uint8)))
+    segs, reader = read_all(path)
+    assert len(segs) == 3 and all(s.audio is None for s in segs)
+    assert reader.info.has_audio is False and reader.info.has_video is True
+
+
+def test_audio_only_file_at_odd_rate(tmp_path):
+    path = write_clip(tmp_path / "beep.wav", ClipSpec(3.0, audio=tone(440, 3.0, 22_050), audio_rate=22_050,
+                                                      audio_codec="pcm_s16le"))
+    segs, reader = read_all(path)
+    assert [s.index for s in segs] == [0, 1, 2]
+    assert all(not s.frames for s in segs)
+    assert all(s.audio.size == 16000 and np.abs(s.audio).max() > 0.4 for s in segs)
+    assert reader.info.has_video is False
+
+
+def test_variable_frame_rate_is_sampled_on_the_time_grid(tmp_path):
+    path = tmp_path / "vfr.mkv"
+    times_ms = [0, 40, 80, 400, 450, 1000, 1010, 1600, 2300, 2600]  # irregular gaps
+    with av.open(str(path), "w") as out:
+        st = out.add_stream("mpeg4", rate=25)
+        st.width, st.height, st.pix_fmt = 64, 48, "yuv420p"
+        st.codec_context.time_base = Fraction(1, 1000)
+        for i, ms in enumerate(times_ms):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), i * 20, np.uint8), format="rgb24")
+            frame.pts, frame.time_base = ms, Fraction(1, 1000)
+            for pkt in st.encode(frame):
+                out.mux(pkt)
+        for pkt in st.encode(None):
+            out.mux(pkt)
+    segs, _ = read_all(path)
+    got = [[round(t, 2) for t in s.frame_times] for s in segs]
+    # The first frame at or after each 0.5 s grid point; a half second without frames gives none,
+    # and a burst of frames inside one half second gives one.
+    assert got == [[0.0], [1.0, 1.6], [2.3, 2.6]]

@@ -1,0 +1,1 @@
+"""Data loaders, synthetic corpus, training and evaluation for the TriSense-style grounder."""
