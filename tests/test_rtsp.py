@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -69,37 +71,59 @@ def test_stage_actor_crash_restarts_and_stream_goes_on(rtsp_server, ray_runtime)
     assert len(latencies) >= 11  # every second reached the sink, the ones after the crash included
 
 
+class LiveCli:
+    """The CLI on a live URL with plain progress lines on stderr, read on a thread."""
+
+    def __init__(self, *args: str):
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen([*FORESIGHT, "analyze", *args, "--progress", "plain", "-q"], cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stderr.readline, "")),
+                                       daemon=True)
+        self.reader.start()
+
+    def wait_position(self, seconds: float, timeout: float = 120) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for line in list(self.lines):
+                m = re.match(r"progress: (\d+) s, live", line)
+                if m and int(m.group(1)) >= seconds:
+                    return
+            time.sleep(0.2)
+        self.proc.kill()
+        raise AssertionError(f"the stream never reached {seconds} s: {self.lines[-5:]}")
+
+    def finish(self, timeout: float = 60) -> tuple[int, str]:
+        try:
+            self.proc.wait(timeout=timeout)
+        finally:
+            self.proc.kill()
+        self.reader.join(5)
+        return self.proc.returncode, "".join(self.lines)
+
+
 def test_stream_that_stops_sending_exits_2_with_partial_results(rtsp_server, tmp_path):
     out = tmp_path / "partial.json"
-    proc = subprocess.Popen([*FORESIGHT, "analyze", rtsp_server.url, "--rtsp-transport", "udp", "--no-asr",
-                             "--watchdog", "2", "--reconnect-budget", "4", "--out", str(out), "-q"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(20)  # CLI start-up (Ray, models) then some seconds of stream
+    cli = LiveCli(rtsp_server.url, "--rtsp-transport", "udp", "--no-asr", "--watchdog", "2",
+                  "--reconnect-budget", "4", "--out", str(out))
+    cli.wait_position(3)
     rtsp_server.kill()
     stopped = time.time()
-    try:
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 2, err
+    code, err = cli.finish()
+    assert code == 2, err
     assert time.time() - stopped < 40
     assert "stopped sending" in err and "Traceback" not in err
     result = json.loads(out.read_text())
-    assert result["ingest"]["health"] == "failed" and result["duration_s"] >= 1
+    assert result["ingest"]["health"] == "failed" and result["duration_s"] >= 3
 
 
 def test_sigint_stops_a_live_source_cleanly(rtsp_server, tmp_path):
     out = tmp_path / "live.json"
-    proc = subprocess.Popen([*FORESIGHT, "analyze", rtsp_server.url, "--rtsp-transport", "udp", "--no-asr",
-                             "--out", str(out), "-q"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    time.sleep(20)
-    proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, err
+    cli = LiveCli(rtsp_server.url, "--rtsp-transport", "udp", "--no-asr", "--out", str(out))
+    cli.wait_position(3)
+    cli.proc.send_signal(signal.SIGINT)
+    code, err = cli.finish()
+    assert code == 0, err
     assert "stopping" in err and "Traceback" not in err
     result = json.loads(out.read_text())
-    assert result["duration_s"] >= 1 and result["ingest"]["health"] == "ended"
+    assert result["duration_s"] >= 3 and result["ingest"]["health"] == "ended"

@@ -1,0 +1,63 @@
+"""`create_app(settings)`: builds the FastAPI app; Ray, the store and the managers start in its lifespan."""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+
+from app.api.context import Services
+from app.api.jobs import JobManager
+from app.api.metrics import Metrics
+from app.api.routers import jobs, search, streams, system
+from app.api.search import SearchService, TextMatcher
+from app.api.settings import Settings
+from app.api.streams import StreamManager
+from pipelines.store import Store
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        store = Store(settings.db_path)
+        settings.upload_dir.mkdir(parents=True, exist_ok=True)
+        job_manager = JobManager(store, settings.db_path, settings.options, settings.max_queue, settings.parallel,
+                                 settings.keep_uploads)
+        stream_manager = StreamManager(store, str(settings.db_path), settings.stream_options or settings.options,
+                                       settings.max_streams)
+        metrics = Metrics(job_manager, stream_manager)
+        job_manager.on_finish = lambda status, seconds: metrics.job_seconds.observe(seconds)
+        app.state.services = Services(settings, store, job_manager, stream_manager,
+                                      SearchService(store, settings.grounder_checkpoint), metrics)
+        job_manager.start()
+        # Load the search encoder now rather than on the first query (seconds on a small machine).
+        threading.Thread(target=lambda: TextMatcher.encoder().encode("warm up"), daemon=True).start()
+        try:
+            yield
+        finally:
+            stream_manager.close()
+            job_manager.close()
+            store.close()
+
+    app = FastAPI(title="Foresight", version="1", lifespan=lifespan,
+                  description="Streaming multimodal video analysis: upload clips, follow live streams, search.")
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next):
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        services = getattr(request.app.state, "services", None)
+        if services is not None and not (path.endswith("/events") and response.status_code == 200):
+            services.metrics.requests.labels(request.method, path, str(response.status_code)).observe(
+                time.perf_counter() - started)
+        return response
+
+    for module in (system, jobs, streams, search):
+        app.include_router(module.router)
+    return app

@@ -1,0 +1,177 @@
+"""Uploaded clips become jobs: a bounded queue in front of Ray tasks that run `analyze_inline`.
+
+Each task opens the SQLite store itself and writes its progress there, so `GET /v1/jobs/{id}` is one indexed
+read in the server and never waits on Ray. The server process only saves results and hands out work.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.errors import BadInput
+from pipelines.analyze import AnalyzeOptions, analyze_inline
+from pipelines.store import Store
+
+
+class QueueFull(Exception):
+    """The job queue holds `max_queue` jobs already."""
+
+
+@dataclass
+class PendingJob:
+    job_id: str
+    path: Path
+    name: str
+    queries: list[str]
+    submitted: float
+
+
+def ground_queries(result: dict, queries: list[str], top_k: int = 3) -> list[dict]:
+    """Moments for `queries` by text matching over the result's own transcript and event labels."""
+    from app.api.search import TextMatcher, candidates_from_result
+
+    matcher = TextMatcher()
+    cands = candidates_from_result(result)
+    moments = []
+    for q in queries:
+        for hit in matcher.rank(q, cands, top_k):
+            moments.append({"query": q, "start": hit["start"], "end": hit["end"], "score": hit["score"],
+                            "modality_weights": hit["modality_weights"], "method": "text-match"})
+    return moments
+
+
+def analyze_job(path: str, name: str, queries: list[str], options: AnalyzeOptions, db_path: str,
+                job_id: str) -> tuple[dict | None, str | None]:
+    """Ray task body: analyze one upload, writing progress to the store; a bad file is an error, not a crash."""
+    store = Store(db_path)
+    last = [0.0]
+
+    def progress(fraction: float) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.5 or fraction >= 1.0:
+            last[0] = now
+            store.update_job(job_id, progress=round(min(fraction, 0.999), 3))
+
+    try:
+        store.update_job(job_id, status="running", progress=0.0)
+        result = analyze_inline(path, options, progress)
+        result["source"] = name
+        if queries:
+            result["moments"] = ground_queries(result, queries)
+        return result, None
+    except BadInput as exc:
+        return None, str(exc)
+    except Exception as exc:  # recorded against the job; the server keeps going
+        return None, f"internal error: {exc!r}"
+    finally:
+        store.close()
+
+
+class JobManager:
+    """Holds queued jobs, keeps at most `parallel` Ray tasks running, and records what they return."""
+
+    def __init__(self, store: Store, db_path: Path, options: AnalyzeOptions, max_queue: int,
+                 parallel: int | None = None, keep_uploads: bool = False):
+        self.store = store
+        self.db_path = str(db_path)
+        self.options = options
+        self.max_queue = max_queue
+        self.parallel = parallel
+        self.keep_uploads = keep_uploads
+        self.pending: deque[PendingJob] = deque()
+        self.running: dict = {}  # ObjectRef -> PendingJob
+        self.durations: deque[float] = deque(maxlen=1000)
+        self.finished = {"done": 0, "failed": 0}
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._task = None
+        self.on_finish: Callable[[str, float], None] | None = None  # (status, seconds from submit), for metrics
+        self._recover()
+
+    def _recover(self) -> None:
+        """Jobs left queued or running by a previous server can never finish: mark them failed."""
+        with self.store._lock:
+            ids = [r[0] for r in self.store.db.execute("SELECT id FROM jobs WHERE status IN ('queued', 'running') "
+                                                        "AND kind='upload'")]
+        for job_id in ids:
+            self.store.update_job(job_id, status="failed", error="interrupted: the server stopped before it finished")
+
+    def start(self) -> None:
+        import ray
+
+        from pipelines.runtime import ensure_ray
+
+        ensure_ray()
+        self._task = ray.remote(num_cpus=1, max_retries=1)(analyze_job)
+        if self.parallel is None:
+            self.parallel = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self._thread = threading.Thread(target=self._loop, name="job-manager", daemon=True)
+        self._thread.start()
+
+    def depth(self) -> tuple[int, int]:
+        with self._cond:
+            return len(self.pending), len(self.running)
+
+    def submit(self, job_id: str, path: Path, name: str, queries: list[str]) -> str:
+        """Queue an upload already written to `path`; raises QueueFull when the queue is at its limit."""
+        with self._cond:
+            if len(self.pending) + len(self.running) >= self.max_queue:
+                raise QueueFull(f"job queue is full ({self.max_queue} jobs); retry later")
+            self.store.create_job("upload", name, job_id=job_id)
+            self.pending.append(PendingJob(job_id, path, name, list(queries), time.perf_counter()))
+            self._cond.notify_all()
+        return job_id
+
+    def _loop(self) -> None:
+        import ray
+
+        while not self._stop.is_set():
+            with self._cond:
+                while self.pending and len(self.running) < self.parallel:
+                    job = self.pending.popleft()
+                    ref = self._task.remote(str(job.path), job.name, job.queries, self.options, self.db_path,
+                                            job.job_id)
+                    self.running[ref] = job
+                if not self.running:
+                    self._cond.wait(0.5)
+                    continue
+                refs = list(self.running)
+            ready, _ = ray.wait(refs, num_returns=1, timeout=0.2)
+            for ref in ready:
+                with self._cond:
+                    job = self.running.pop(ref)
+                self._finish(job, ref)
+
+    def _finish(self, job: PendingJob, ref) -> None:
+        import ray
+
+        try:
+            result, error = ray.get(ref)
+        except ray.exceptions.RayError as exc:
+            result, error = None, f"worker failed: {type(exc).__name__}"
+        if result is not None:
+            self.store.save_result(job.job_id, result)
+            self.finished["done"] += 1
+        else:
+            self.store.update_job(job.job_id, status="failed", error=error)
+            self.finished["failed"] += 1
+        seconds = time.perf_counter() - job.submitted
+        self.durations.append(seconds)
+        if self.on_finish is not None:
+            self.on_finish("done" if result is not None else "failed", seconds)
+        if not self.keep_uploads:
+            shutil.rmtree(job.path.parent, ignore_errors=True)
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

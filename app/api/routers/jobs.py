@@ -1,0 +1,90 @@
+"""`POST /v1/analyze` (upload a clip, get a job), `GET /v1/jobs/{id}` and `GET /v1/jobs/{id}/result`."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.api.context import Services, require_api_key, services
+from app.api.jobs import QueueFull
+from app.api.schemas import AnalysisResult, JobCreated, JobStatus, Problem
+from app.api.uploads import UploadRejected, check_media, receive_upload
+
+router = APIRouter(prefix="/v1", tags=["jobs"], dependencies=[Depends(require_api_key)])
+
+UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": {
+            "type": "object", "required": ["file"],
+            "properties": {
+                "file": {"type": "string", "format": "binary", "description": "the clip (video or audio)"},
+                "query": {"type": "array", "items": {"type": "string"},
+                          "description": "text queries grounded in the clip (repeat the field)"},
+            }}}},
+    }
+}
+ERRORS = {code: {"model": Problem} for code in (400, 401, 413, 415, 422, 429)}
+
+
+def _reject(svc: Services, status: int, reason: str, headers: dict | None = None) -> JSONResponse:
+    svc.metrics.rejected.labels(str(status)).inc()
+    return JSONResponse({"detail": reason}, status_code=status, headers=headers)
+
+
+@router.post("/analyze", status_code=202, response_model=JobCreated, responses=ERRORS, openapi_extra=UPLOAD_BODY,
+             summary="Upload a clip; analysis runs as a job")
+async def analyze(request: Request, svc: Services = Depends(services)):
+    settings = svc.settings
+    pending, running = svc.jobs.depth()
+    if pending + running >= svc.jobs.max_queue:  # refuse before reading the body
+        return _reject(svc, 429, f"job queue is full ({svc.jobs.max_queue} jobs); retry later", {"Retry-After": "5"})
+    job_id = uuid.uuid4().hex
+    folder = settings.upload_dir / job_id
+    try:
+        upload = await receive_upload(request, folder, settings.max_upload_bytes, settings.allowed_content_types)
+        await run_in_threadpool(check_media, upload.path, settings.max_duration_s)
+        queries = [q.strip() for q in upload.fields.get("query", []) if q.strip()]
+        if len(queries) > 20:
+            raise UploadRejected(422, "at most 20 queries per clip")
+        svc.jobs.submit(job_id, upload.path, upload.filename, queries)
+    except UploadRejected as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        return _reject(svc, exc.status, str(exc))
+    except QueueFull as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        return _reject(svc, 429, str(exc), {"Retry-After": "5"})
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return JobCreated(job_id=job_id, status="queued", status_url=f"/v1/jobs/{job_id}",
+                      result_url=f"/v1/jobs/{job_id}/result")
+
+
+@router.get("/jobs/{job_id}", response_model=JobStatus, responses={404: {"model": Problem}},
+            summary="Status and progress of a job")
+def job_status(job_id: str, svc: Services = Depends(services)) -> JobStatus:
+    job = svc.store.job(job_id)
+    if job is None:
+        raise HTTPException(404, f"no job {job_id}")
+    return JobStatus(job_id=job["id"], kind=job["kind"], source=job["source"], status=job["status"],
+                     progress=min(1.0, max(0.0, job["progress"])), error=job["error"],
+                     created_at=job["created_at"], updated_at=job["updated_at"])
+
+
+@router.get("/jobs/{job_id}/result", response_model=AnalysisResult,
+            responses={404: {"model": Problem}, 409: {"model": Problem}}, summary="The finished job's result")
+def job_result(job_id: str, svc: Services = Depends(services)):
+    job = svc.store.job(job_id)
+    if job is None:
+        raise HTTPException(404, f"no job {job_id}")
+    if job["status"] == "failed":
+        raise HTTPException(409, f"job failed: {job['error']}")
+    result = svc.store.result(job_id)
+    if job["status"] != "done" or result is None:
+        raise HTTPException(409, f"job is {job['status']} ({job['progress']:.0%}); poll /v1/jobs/{job_id}")
+    return JSONResponse(result)

@@ -1,0 +1,95 @@
+"""Live streams: add (`POST /v1/streams`), list, inspect, remove, and their server-sent events feed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from fastapi import APIRouter, Depends, Header, HTTPException, Request
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.api.context import Services, require_api_key, services
+from app.api.schemas import Problem, StreamCreate, StreamInfo
+from app.api.sse import comment, feed_item_frames, frame
+from app.api.streams import LiveStream, TooManyStreams
+from app.errors import BadInput
+
+router = APIRouter(prefix="/v1/streams", tags=["streams"], dependencies=[Depends(require_api_key)])
+
+
+def _info(stream: LiveStream, health: dict | None = None) -> StreamInfo:
+    return StreamInfo(id=stream.id, source=stream.source, job_id=stream.job_id, status=stream.status,
+                      error=stream.error, created_at=stream.created_at, health=(health or {}).get("stats", {}),
+                      events_url=f"/v1/streams/{stream.id}/events")
+
+
+def _get(svc: Services, stream_id: str) -> LiveStream:
+    stream = svc.streams.get(stream_id)
+    if stream is None:
+        raise HTTPException(404, f"no stream {stream_id}")
+    return stream
+
+
+@router.post("", status_code=201, response_model=StreamInfo,
+             responses={400: {"model": Problem}, 401: {"model": Problem}, 429: {"model": Problem}},
+             summary="Start analysing a live source")
+def add_stream(body: StreamCreate, svc: Services = Depends(services)) -> StreamInfo:
+    try:
+        stream = svc.streams.add(body.source, body.rtsp_transport)
+    except BadInput as exc:
+        raise HTTPException(400, str(exc)) from None
+    except TooManyStreams as exc:
+        raise HTTPException(429, str(exc)) from None
+    return _info(stream)
+
+
+@router.get("", response_model=list[StreamInfo], summary="Streams and their health")
+def list_streams(svc: Services = Depends(services)) -> list[StreamInfo]:
+    return [_info(s, svc.streams.health(s)) for s in svc.streams.list()]
+
+
+@router.get("/{stream_id}", response_model=StreamInfo, responses={404: {"model": Problem}})
+def get_stream(stream_id: str, svc: Services = Depends(services)) -> StreamInfo:
+    stream = _get(svc, stream_id)
+    return _info(stream, svc.streams.health(stream))
+
+
+@router.delete("/{stream_id}", response_model=StreamInfo, responses={404: {"model": Problem}},
+               summary="Stop a stream; its result is saved under its job_id")
+def remove_stream(stream_id: str, svc: Services = Depends(services)) -> StreamInfo:
+    stream = svc.streams.remove(stream_id)
+    if stream is None:
+        raise HTTPException(404, f"no stream {stream_id}")
+    return _info(stream, {"stats": stream.final_stats or {}})
+
+
+@router.get("/{stream_id}/events", responses={200: {"content": {"text/event-stream": {}}}, 404: {"model": Problem}},
+            response_class=StreamingResponse, summary="Server-sent events: event, transcript, alert, moment, tick")
+async def stream_events(stream_id: str, request: Request, svc: Services = Depends(services),
+                        last_event_id: str | None = Header(None)) -> StreamingResponse:
+    stream = _get(svc, stream_id)
+    since = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+
+    async def generate():
+        seq, quiet_since = since, time.monotonic()
+        yield frame("hello", {"stream": stream.id, "source": stream.source, "status": stream.status})
+        while not await request.is_disconnected():
+            terminal = stream.terminal  # read before fetching, so the final feed is complete when we stop
+            items = await run_in_threadpool(svc.streams.feed, stream, seq)
+            for item_seq, item in items:
+                seq = max(seq, item_seq)
+                for message in feed_item_frames(item_seq, item):
+                    yield message
+            if items:
+                quiet_since = time.monotonic()
+            elif terminal:
+                yield frame("end", {"status": stream.status, "error": stream.error})
+                return
+            elif time.monotonic() - quiet_since > 15:
+                quiet_since = time.monotonic()
+                yield comment()
+            await asyncio.sleep(0.25 if items else 0.5)
+
+    return StreamingResponse(generate(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -1,0 +1,129 @@
+"""Pydantic models of the REST contract (they are what `/openapi.json` and the fuzzer see)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+JobStatusName = Literal["queued", "running", "done", "failed"]
+StreamStatusName = Literal["starting", "running", "ended", "stopped", "failed"]
+
+
+class Problem(BaseModel):
+    detail: str = Field(description="one-line reason")
+
+
+class JobCreated(BaseModel):
+    job_id: str
+    status: JobStatusName
+    status_url: str
+    result_url: str
+
+
+class JobStatus(BaseModel):
+    job_id: str
+    kind: str
+    source: str
+    status: JobStatusName
+    progress: float = Field(ge=0, le=1)
+    error: str | None = None
+    created_at: float
+    updated_at: float
+
+
+class Event(BaseModel):
+    label: str
+    modality: Literal["audio", "visual", "audio-visual"]
+    start: float
+    end: float
+    confidence: float
+
+
+class TranscriptSegment(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    start: float
+    end: float
+    text: str
+
+
+class Moment(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    query: str
+    start: float
+    end: float
+    score: float
+    modality_weights: dict[str, float]
+
+
+class Alert(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    time: float
+    severity: str
+    rule: str
+    reason: str
+    lead_time_s: float | None = None
+    evidence: list[str] = []
+
+
+class AnalysisResult(BaseModel):
+    """The design's result schema (extra keys such as `ingest` pass through)."""
+
+    model_config = ConfigDict(extra="allow")
+    schema_version: int
+    source: str
+    duration_s: float
+    has_audio: bool
+    events: list[Event]
+    transcript: list[TranscriptSegment]
+    moments: list[Moment]
+    alerts: list[Alert]
+    timings: dict
+
+
+class StreamCreate(BaseModel):
+    source: str = Field(min_length=1, max_length=2048, description="rtsp://, http(s):// (HLS too) or /dev/videoN")
+    rtsp_transport: Literal["tcp", "udp"] | None = None
+
+
+class StreamInfo(BaseModel):
+    id: str
+    source: str
+    job_id: str
+    status: StreamStatusName
+    error: str | None = None
+    created_at: float
+    health: dict = Field(default_factory=dict, description="ingest counters: health, frames, drops, reconnects")
+    events_url: str
+
+
+class SearchRequest(BaseModel):
+    query: str = Field(min_length=1, max_length=1000, pattern=r"\S")
+    top_k: int = Field(5, ge=1, le=100)
+    job_ids: list[str] | None = Field(None, max_length=1000, description="restrict to these jobs (default: all)")
+
+
+class SearchHit(BaseModel):
+    job_id: str | None
+    source: str | None
+    text: str | None = Field(description="the transcript segment or event label that matched")
+    kind: str = Field(description="speech, audio, visual, audio-visual (text-match) or grounded (trisense)")
+    start: float
+    end: float
+    score: float
+    modality_weights: dict[str, float]
+    method: str
+
+
+class SearchResponse(BaseModel):
+    query: str
+    method: str = Field(description="text-match (MiniLM similarity over transcripts and event labels), "
+                                    "plus trisense when a grounding index is configured")
+    moments: list[SearchHit]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    jobs_queued: int
+    jobs_running: int
+    streams: int

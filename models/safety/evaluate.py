@@ -1,0 +1,109 @@
+"""Offline evaluation on PaSBench text logs: rule retrieval, the 16-run protocol, false alarms, lead time.
+
+A run of a scenario is correct when the monitor both warns (top score >= threshold) and names the
+violated rule (so its `risk_reason` explains the risk): PaSBench's identification + explanation.
+Runs differ by `perturb_log` seeds. Accuracy = mean over runs and scenarios, potential = share of
+scenarios with at least one correct run, robustness = share with all runs correct. False alarms are
+counted on each log cut just before its risky segment (logs whose risk is in the first segment have no
+such cut). Lead time comes from replaying each unperturbed log through a fresh monitor.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from models.safety.knowledge import SEVERITY_WEIGHT, Scenario, normalise_rule_text
+from models.safety.logparse import Segment, parse_log
+from models.safety.monitor import SafetyConfig, SafetyMonitor
+from models.safety.perturb import perturb_log
+from models.safety.replay import replay, risky_segment
+from models.safety.retrieval import RuleRetriever
+
+
+@dataclass
+class Scored:
+    """Per-scenario raw results, kept so thresholds can be swept without re-ranking."""
+
+    gold: int
+    severity: float
+    top5: list[int]
+    score: float
+    run_top1: list[int]
+    run_score: list[float]
+    cut_score: float | None
+
+
+def score_scenarios(scenarios: list[Scenario], retriever: RuleRetriever, runs: int = 16,
+                    progress: bool = True) -> list[Scored]:
+    """Rank every scenario once as written, `runs` times perturbed and once cut before its risk."""
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    index = {normalise_rule_text(r.knowledge): r for r in retriever.rules}
+    out = []
+    for sc in tqdm(scenarios, desc="safety eval", unit="log", file=sys.stderr, disable=not progress):
+        segments = parse_log(sc.log)
+        rule = index.get(normalise_rule_text(sc.knowledge))
+        texts = lambda segs: [s.text() for s in segs]  # noqa: E731
+        ranked = retriever.rank(texts(segments), k=5)
+        run_top1, run_score = [], []
+        for seed in range(runs):
+            cand = retriever.rank(texts(perturb_log(segments, seed)), k=1)
+            run_top1.append(cand[0].rule.id)
+            run_score.append(cand[0].score)
+        k = risky_segment(segments, sc.trigger)
+        cut = retriever.rank(texts(segments[:k]), k=1) if k > 0 else []
+        out.append(Scored(gold=rule.id if rule else -1,
+                          severity=SEVERITY_WEIGHT[rule.severity] if rule else 1.0,
+                          top5=[c.rule.id for c in ranked], score=ranked[0].score,
+                          run_top1=run_top1, run_score=run_score,
+                          cut_score=cut[0].score if cut else None))
+    return out
+
+
+def metrics(scored: list[Scored], threshold: float) -> dict:
+    """The harness's numbers at one threshold (all fractions)."""
+    if not scored:
+        raise ValueError("no scored scenarios")
+    runs = np.array([[t == s.gold and sc >= threshold for t, sc in zip(s.run_top1, s.run_score, strict=True)]
+                     for s in scored])
+    caught = np.array([s.top5[0] == s.gold and s.score >= threshold for s in scored])
+    weights = np.array([s.severity for s in scored])
+    cuts = [s.cut_score for s in scored if s.cut_score is not None]
+    return {
+        "top1": float(np.mean([s.top5[0] == s.gold for s in scored])),
+        "top5": float(np.mean([s.gold in s.top5 for s in scored])),
+        "accuracy": float(runs.mean()),
+        "potential": float(runs.any(1).mean()),
+        "robustness": float(runs.all(1).mean()),
+        "false_alarm_rate": float(np.mean([c >= threshold for c in cuts])) if cuts else 0.0,
+        "recall": float(caught.mean()),
+        "severity_weighted_recall": float((weights * caught).sum() / weights.sum()),
+        "threshold": float(threshold),
+        "logs": len(scored),
+        "runs": int(runs.shape[1]),
+        "false_alarm_logs": len(cuts),
+    }
+
+
+def lead_times(scenarios: list[Scenario], retriever: RuleRetriever, config: SafetyConfig,
+               progress: bool = True) -> dict:
+    """Replay each log through a fresh monitor; lead time of the first correct alert."""
+    index = {normalise_rule_text(r.knowledge): r.knowledge for r in retriever.rules}
+    leads, first_wrong = [], 0
+    for sc in tqdm(scenarios, desc="safety replay", unit="log", file=sys.stderr, disable=not progress):
+        segments: list[Segment] = parse_log(sc.log)
+        res = replay(SafetyMonitor(config, retriever=retriever), segments, sc.trigger)
+        gold = index.get(normalise_rule_text(sc.knowledge))
+        right = [a for a in res.alerts if a.rule == gold]
+        if res.alerts and res.alerts[0].rule != gold:
+            first_wrong += 1
+        if right:
+            leads.append(right[0].lead_time_s)
+    return {"replay_warned": len(leads) / len(scenarios),
+            "replay_warned_before_risk": float(np.mean([x > 0 for x in leads])) if leads else 0.0,
+            "replay_median_lead_time_s": float(np.median(leads)) if leads else 0.0,
+            "replay_first_alert_wrong": first_wrong / len(scenarios)}

@@ -1,0 +1,209 @@
+"""Live rules, retrieval alerts, cooldown, replay lead time, the judge and the eval CLI."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from models.safety import SafetyConfig, SafetyMonitor, SecondSignals
+from models.safety.cli import KEYS, eval_main
+from models.safety.knowledge import load_rules
+from models.safety.logparse import Segment, parse_log
+from models.safety.monitor import Alert
+from models.safety.replay import replay
+from models.safety.retrieval import RuleRetriever
+
+GAS = "Gas water heaters should not be installed in the living room, bathroom, or restroom."
+BENIGN = [Segment("07:00 AM", "Kitchen", "A kettle and bread on the counter.", "She makes tea and eats toast."),
+          Segment("08:30 AM", "Balcony", "Potted plants.", "She waters the plants with a can."),
+          Segment("02:15 PM", "Dining room", "A journal on the table.", "She writes in her journal.")]
+RISK = Segment("05:30 PM", "Bathroom", "New gas water heater unit unboxed.",
+               "She mounts the gas water heater on the bathroom wall and connects the gas hose.")
+LOG = BENIGN + [RISK]
+
+
+@pytest.fixture(scope="module")
+def retriever():
+    return RuleRetriever(load_rules(), embedder=None)
+
+
+def monitor(retriever, **kw):
+    return SafetyMonitor(SafetyConfig(use_embeddings=False, **kw), retriever=retriever)
+
+
+def feed(mon, seconds):
+    out = []
+    for s in seconds:
+        out += mon.update(s)
+    return out
+
+
+def test_alert_schema_is_exact():
+    a = Alert(time=3.0, severity="warning", rule="r", reason="why", evidence=["t=1"])
+    assert a.to_dict() == {"time": 3.0, "severity": "warning", "rule": "r", "reason": "why",
+                           "lead_time_s": 0.0, "evidence": ["t=1"]}
+
+
+def test_signals_validate():
+    with pytest.raises(ValueError):
+        SecondSignals(time=-1)
+    with pytest.raises(ValueError):
+        SecondSignals(time=0, camera_trouble="foggy")
+    with pytest.raises(ValueError):
+        SecondSignals(time=0, pose=[{"posture": "flying"}])
+
+
+def test_fall_after_impact_alerts_once_after_staying_down(retriever):
+    """Scripted risky sequence: a loud impact at t=5, the person lies down from t=6 and stays."""
+    mon = monitor(retriever, segment_s=1000)
+    seconds = [SecondSignals(time=float(t), persons=1, pose=[{"posture": "standing"}]) for t in range(5)]
+    seconds.append(SecondSignals(time=5.0, persons=1, audio_tags={"Thump, thud": 0.9}, pose=[{"posture": "standing"}]))
+    seconds += [SecondSignals(time=float(t), persons=1, pose=[{"posture": "lying"}]) for t in range(6, 30)]
+    alerts = feed(mon, seconds)
+    assert [a.rule for a in alerts] == ["A person who has fallen must be checked on at once"]
+    assert alerts[0].severity == "critical"
+    # Lead time against the scripted incident (lying from t=6): the alert comes down_s after the impact.
+    assert alerts[0].time == 10.0
+    assert 6.0 - alerts[0].time == pytest.approx(-4.0)
+
+
+def test_lying_without_fall_or_impact_is_not_a_fall(retriever):
+    mon = monitor(retriever, segment_s=1000)
+    assert feed(mon, [SecondSignals(time=float(t), persons=1, pose=[{"posture": "lying"}]) for t in range(40)]) == []
+
+
+def test_alarm_with_people_staying_but_not_when_empty(retriever):
+    alarm = {"Smoke detector, smoke alarm": 0.9}
+    stay = [SecondSignals(time=float(t), persons=2, audio_tags=alarm) for t in range(15)]
+    alerts = feed(monitor(retriever, segment_s=1000), stay)
+    assert len(alerts) == 1 and alerts[0].time == 10.0 and alerts[0].severity == "critical"
+    empty = [SecondSignals(time=float(t), persons=0, audio_tags=alarm) for t in range(15)]
+    assert feed(monitor(retriever, segment_s=1000), empty) == []
+
+
+def test_child_near_knife_help_call_and_covered_camera(retriever):
+    mon = monitor(retriever, segment_s=1000)
+    child = [SecondSignals(time=float(t), objects={"child": 1, "knife": 1}) for t in range(4)]
+    alerts = feed(mon, child)
+    assert [a.rule for a in alerts] == ["Keep children away from dangerous objects"] and "knife" in alerts[0].reason
+    help_ = feed(mon, [SecondSignals(time=10.0, speech_text="please help me")])
+    assert help_ and help_[0].severity == "critical"
+    assert feed(mon, [SecondSignals(time=11.0, speech_text="can you pass the salt")]) == []
+    covered = feed(mon, [SecondSignals(time=float(t), camera_trouble="covered") for t in range(20, 25)])
+    assert len(covered) == 1 and covered[0].time == 23.0
+
+
+def test_cooldown_suppresses_repeats(retriever):
+    mon = monitor(retriever, segment_s=1000, cooldown_s=60)
+    s = lambda t, text: SecondSignals(time=t, speech_text=text)  # noqa: E731
+    assert len(feed(mon, [s(0.0, "help me"), s(1.0, ""), s(2.0, "help me")])) == 1
+    assert len(feed(mon, [s(70.0, ""), s(71.0, "help me")])) == 1
+
+
+def test_retrieval_names_violated_rule_and_threshold_silences(retriever):
+    alerts = replay(monitor(retriever, threshold=0.05), LOG, trigger="Installing the gas water heater in the bathroom").alerts
+    assert alerts and alerts[-1].rule == GAS and alerts[-1].tier == "retrieval"
+    assert alerts[-1].severity == "critical" and "gas" in alerts[-1].evidence[0].lower()
+    assert replay(monitor(retriever, threshold=5.0), LOG).alerts == []
+
+
+def test_replay_measures_lead_time(retriever):
+    res = replay(monitor(retriever, threshold=0.05), LOG, trigger="Installing the gas water heater in the bathroom")
+    assert res.risky_index == 3
+    gas = [a for a in res.alerts if a.rule == GAS]
+    assert gas[0].lead_time_s == 0.0  # warned on the risky segment itself
+    assert res.lead_time_s == res.risky_time - res.first_alert_time
+
+
+def test_live_signals_become_log_and_reach_retrieval(retriever):
+    mon = monitor(retriever, threshold=0.05, segment_s=5)
+    sec = [SecondSignals(time=float(t), persons=1, objects={"oven": 1},
+                         speech_text="I will install the gas water heater in the bathroom" if t == 2 else "")
+           for t in range(11)]
+    alerts = feed(mon, sec)
+    assert "[Location] camera" in mon.log.text() and "oven" in mon.log.text()
+    assert any(a.rule == GAS for a in alerts)
+
+
+class _Judge(BaseHTTPRequestHandler):
+    answer = ""
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = json.dumps({"choices": [{"message": {"content": type(self).answer}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def judge_url():
+    server = HTTPServer(("127.0.0.1", 0), _Judge)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_judge_confirms_rejects_and_falls_back(retriever, judge_url):
+    make = lambda: monitor(retriever, threshold=0.05, judge_url=judge_url, judge_timeout_s=5)  # noqa: E731
+    _Judge.answer = '{"risk": false, "rule": null, "reason": "nothing wrong"}'
+    assert replay(make(), LOG).alerts == []
+    _Judge.answer = 'Sure: {"risk": true, "rule": 1, "reason": "Gas heater in a bathroom risks CO poisoning."}'
+    alerts = replay(make(), LOG).alerts
+    assert alerts and alerts[-1].tier == "judge" and alerts[-1].reason.startswith("Gas heater in a bathroom")
+    _Judge.answer = "I am not sure."
+    alerts = replay(make(), LOG).alerts
+    assert alerts and alerts[-1].tier == "retrieval"
+
+
+def test_eval_cli_bad_input(tmp_path, capsys):
+    assert eval_main(["--logs", str(tmp_path / "missing.json"), "--no-embeddings"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "missing.json" in err
+    bad = tmp_path / "bad.json"
+    bad.write_text("[{")
+    assert eval_main(["--logs", str(bad), "--no-embeddings"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_eval_cli_json_on_small_file(tmp_path, capsys):
+    log = parse_log("\n".join(["[LOG START]"] + [
+        f"[Time] {s.time}\n[Location] {s.location}\n[Environmental Observation] {s.environment}\n"
+        f"[Behavioral Observation] {s.behavior}" for s in LOG] + ["[LOG END]"]))
+    assert len(log) == 4
+    rec = {"safety_knowledge": GAS, "condition_or_scenario": "Installing a gas heater",
+           "risk_reason": "CO poisoning", "risk_triggering_behavior": "Installing the gas water heater in the bathroom",
+           "input": "[LOG START]\n" + "\n".join(f"[Time] {s.time}\n[Location] {s.location}\n[Environmental Observation] "
+                                                f"{s.environment}\n[Behavioral Observation] {s.behavior}" for s in LOG)
+                    + "\n[LOG END]"}
+    path = tmp_path / "logs.json"
+    path.write_text(json.dumps([rec, rec]))
+    assert eval_main(["--logs", str(path), "--json", "--runs", "3", "--no-embeddings", "--threshold", "0.05"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(KEYS) <= set(out)
+    assert out["top1"] == 1.0 and out["runs"] == 3 and out["logs"] == 2
+    assert all(0.0 <= out[k] <= 1.0 for k in KEYS)
+    assert out["robustness"] <= out["accuracy"] <= out["potential"]
+
+
+@pytest.mark.slow
+def test_embedding_retrieval_on_dev_logs():
+    """MiniLM + TF-IDF beats TF-IDF alone on the first 30 development logs."""
+    from models.safety.embed import SentenceEmbedder
+    from models.safety.knowledge import load_scenarios, normalise_rule_text, pasbench_dir
+    if not (pasbench_dir() / "text_logs_dev.json").is_file():
+        pytest.skip("PaSBench dev logs absent")
+    rules = load_rules()
+    scen = load_scenarios()[:30]
+    key = {normalise_rule_text(r.knowledge): r.id for r in rules}
+
+    def top1(r):
+        return sum(r.rank([s.text() for s in parse_log(x.log)], 1)[0].rule.id == key[normalise_rule_text(x.knowledge)]
+                   for x in scen)
+    assert top1(RuleRetriever(rules, SentenceEmbedder())) > top1(RuleRetriever(rules, None))
