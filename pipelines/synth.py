@@ -112,13 +112,15 @@ class ClipSpec:
     video_codec: str = "libx264"
     audio_codec: str = "aac"
     crf: int = 23
+    faststart: bool = True  # MP4/MOV index first: plays and streams over HTTP without range requests
 
 
 def write_clip(path: str | Path, spec: ClipSpec) -> Path:
     """Encode `spec` to `path` (container chosen by extension). Video and/or audio may be absent."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with av.open(str(path), mode="w") as out:
+    options = {"movflags": "+faststart"} if spec.faststart and path.suffix.lower() in (".mp4", ".mov", ".m4v") else {}
+    with av.open(str(path), mode="w", options=options) as out:
         vstream = astream = None
         if spec.frame_fn is not None:
             from fractions import Fraction

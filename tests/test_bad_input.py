@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import time
 
+import numpy as np
 import pytest
 
+from pipelines.synth import RATE, ClipSpec, place, speak, write_clip
 from tests.conftest import free_port, run_cli
 
 
@@ -28,11 +31,28 @@ def test_unusable_files(tmp_path, name, content, needle):
     assert_clean_failure(run_cli("analyze", str(path), timeout=60), needle)
 
 
-def test_truncated_mp4(tmp_path, demo_clip):
-    data = demo_clip[0].read_bytes()
+def _speech_clip(path, faststart: bool):
+    track = np.zeros(6 * RATE, np.float32)
+    place(track, speak("Testing one two three."), 1.0)
+    return write_clip(path, ClipSpec(6.0, 10, 160, 120, lambda t: np.full((120, 160, 3), 90, np.uint8), track,
+                                     faststart=faststart))
+
+
+def test_truncated_mp4_without_its_index(tmp_path):
+    data = _speech_clip(tmp_path / "whole.mp4", faststart=False).read_bytes()
     path = tmp_path / "truncated.mp4"
-    path.write_bytes(data[: len(data) // 3])  # PyAV writes the index at the end: it is gone
+    path.write_bytes(data[: len(data) // 2])  # the index was at the end: it is gone
     assert_clean_failure(run_cli("analyze", str(path), timeout=60), "truncated.mp4")
+
+
+def test_truncated_mp4_with_its_index_keeps_what_decodes(tmp_path):
+    data = _speech_clip(tmp_path / "whole.mp4", faststart=True).read_bytes()
+    path = tmp_path / "cut.mp4"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    proc = run_cli("analyze", str(path), "--no-asr", "--no-safety", "--json", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["ingest"]["segments_emitted"] >= 2
 
 
 def test_missing_file_and_directory(tmp_path):
