@@ -1,4 +1,4 @@
-"""The live spine as Ray actors: ingest -> speech + sound tags -> parser -> sink.
+"""The live spine as Ray actors: ingest -> speech, audio, visual -> parser -> safety -> sink.
 
 The ingest actor chains the others by passing ObjectRefs from one actor call into the next, so segment data
 moves between actor processes without a round trip through the driver. Stage actors restart after a
@@ -15,7 +15,15 @@ import ray
 from pipelines.ingest import ReconnectPolicy, SegmentReader
 from pipelines.results import ResultBuilder
 from pipelines.sources import SourceSpec
-from pipelines.stages import AudioTagStage, ParserStage, SafetyStage, SpeechStage, StageConfig, limit_threads
+from pipelines.stages import (
+    AudioStage,
+    ParserStage,
+    SafetyStage,
+    SpeechStage,
+    StageConfig,
+    VisualStage,
+    limit_threads,
+)
 
 STAGE_OPTIONS = dict(max_restarts=3, max_task_retries=3, num_cpus=0.25)
 
@@ -41,10 +49,23 @@ class SpeechActor:
 
 
 @ray.remote(**STAGE_OPTIONS)
-class TagActor:
+class AudioActor:
     def __init__(self, config: StageConfig):
         limit_threads(1)
-        self.stage = AudioTagStage(config)
+        self.stage = AudioStage(config)
+
+    def ready(self) -> bool:
+        return True
+
+    def process(self, seg) -> dict:
+        return self.stage.process(seg)
+
+
+@ray.remote(**STAGE_OPTIONS)
+class VisualActor:
+    def __init__(self, config: StageConfig):
+        limit_threads(1)
+        self.stage = VisualStage(config)
 
     def ready(self) -> bool:
         return True
@@ -62,8 +83,8 @@ class ParserActor:
     def ready(self) -> bool:
         return True
 
-    def process(self, seg_meta: dict, speech: dict, tags: dict) -> dict:
-        return self.stage.process(seg_meta, speech, tags)
+    def process(self, seg_meta: dict, speech: dict, audio: dict, visual: dict) -> dict:
+        return self.stage.process(seg_meta, speech, audio, visual)
 
     def finish(self, speech: dict) -> dict:
         return self.stage.finish(speech)
@@ -110,7 +131,7 @@ class SinkActor:
         self.seq += 1
         self.feed.append((self.seq, {"time": parsed.get("end"), "events": parsed.get("events_closed", []),
                                      "transcript": parsed.get("transcript", []), "tags": parsed.get("tags", {}),
-                                     "alerts": parsed.get("alerts", [])}))
+                                     "alerts": parsed.get("alerts", []), "visual": parsed.get("visual")}))
         return parsed.get("index") if parsed.get("index") is not None else -1
 
     def feed_since(self, seq: int) -> list:
@@ -150,7 +171,7 @@ class IngestActor:
         info = self.reader.wait_info(timeout)
         return None if info is None else info.__dict__
 
-    def run(self, speech, tags, parser, safety, sink, max_inflight: int = 4) -> dict:
+    def run(self, speech, audio, visual, parser, safety, sink, max_inflight: int = 4) -> dict:
         self.reader.start()
         inflight: deque = deque()
         try:
@@ -163,8 +184,9 @@ class IngestActor:
                 meta = {"index": seg.index, "start": seg.start, "end": seg.end, "emitted_wall": seg.emitted_wall,
                         "n_frames": len(seg.frames)}
                 sp = speech.process.remote(seg_ref)
-                tg = tags.process.remote(seg_ref)
-                parsed = parser.process.remote(meta, sp, tg)
+                au = audio.process.remote(seg_ref)
+                vi = visual.process.remote(seg_ref)
+                parsed = parser.process.remote(meta, sp, au, vi)
                 inflight.append(sink.write.remote(safety.process.remote(parsed)))
                 self.call_s += time.perf_counter() - t0
                 self.position = seg.end

@@ -14,7 +14,15 @@ from app.errors import BadInput
 from pipelines.ingest import ReconnectPolicy, SegmentReader
 from pipelines.results import ResultBuilder
 from pipelines.sources import SourceSpec, parse_source
-from pipelines.stages import AudioTagStage, ParserStage, SafetyStage, SpeechStage, StageConfig, limit_threads
+from pipelines.stages import (
+    AudioStage,
+    ParserStage,
+    SafetyStage,
+    SpeechStage,
+    StageConfig,
+    VisualStage,
+    limit_threads,
+)
 
 
 @dataclass
@@ -57,7 +65,15 @@ class Pipeline:
                  db_path: str | None = None, source_id: str | None = None):
         import ray
 
-        from pipelines.actors import IngestActor, ParserActor, SafetyActor, SinkActor, SpeechActor, TagActor
+        from pipelines.actors import (
+            AudioActor,
+            IngestActor,
+            ParserActor,
+            SafetyActor,
+            SinkActor,
+            SpeechActor,
+            VisualActor,
+        )
         from pipelines.runtime import ensure_ray
 
         self.options = options = options or AnalyzeOptions()
@@ -67,7 +83,8 @@ class Pipeline:
         ensure_ray()
         self.started = time.perf_counter()
         self.speech = SpeechActor.remote(options.stages)
-        self.tags = TagActor.remote(options.stages)
+        self.audio = AudioActor.remote(options.stages)
+        self.visual = VisualActor.remote(options.stages)
         self.parser = ParserActor.remote(options.stages)
         self.safety = SafetyActor.remote(options.stages)
         self.sink = SinkActor.remote(self.spec.name, job_id, db_path)
@@ -75,11 +92,13 @@ class Pipeline:
                                          options.max_side, options.duration_s, options.reconnect,
                                          options.watchdog_s, options.open_timeout_s)
         try:
-            ray.get([a.ready.remote() for a in (self.speech, self.tags, self.parser, self.safety, self.sink)])
+            ray.get([a.ready.remote() for a in (self.speech, self.audio, self.visual, self.parser, self.safety,
+                                                self.sink)])
         except ray.exceptions.RayActorError as exc:
             self.close()
             raise RuntimeError(f"a model actor failed to start: {exc}") from None
-        self.run_ref = self.ingest.run.remote(self.speech, self.tags, self.parser, self.safety, self.sink)
+        self.run_ref = self.ingest.run.remote(self.speech, self.audio, self.visual, self.parser, self.safety,
+                                              self.sink)
         self._ray = ray
 
     def progress(self) -> dict:
@@ -123,7 +142,7 @@ class Pipeline:
         return result
 
     def close(self) -> None:
-        for actor in ("ingest", "speech", "tags", "parser", "safety", "sink"):
+        for actor in ("ingest", "speech", "audio", "visual", "parser", "safety", "sink"):
             handle = getattr(self, actor, None)
             if handle is not None:
                 self._ray_kill(handle)
@@ -182,11 +201,12 @@ def _stages(config: StageConfig):
     key = repr(config)
     if key not in _STAGE_CACHE:
         _STAGE_CACHE.clear()
-        _STAGE_CACHE[key] = (SpeechStage(config), AudioTagStage(config))
-    speech, tags = _STAGE_CACHE[key]
-    speech.vad.reset()
-    speech._audio = speech._audio[:0]
-    return speech, tags
+        _STAGE_CACHE[key] = (SpeechStage(config), AudioStage(config), VisualStage(config))
+    speech, audio, visual = _STAGE_CACHE[key]
+    speech.reset()
+    audio.reset()
+    visual.reset()
+    return speech, audio, visual
 
 
 def _safety(config: StageConfig) -> SafetyStage:
@@ -208,7 +228,7 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     limit_threads(1)
     spec = parse_source(source, options.rtsp_transport, options.live)
     started = time.perf_counter()
-    speech, tags = _stages(options.stages)
+    speech, audio, visual = _stages(options.stages)
     parser = ParserStage(options.stages)
     safety = _safety(options.stages)
     builder = ResultBuilder(spec.name)
@@ -219,7 +239,8 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
         while (seg := reader.get()) is not None:
             meta = {"index": seg.index, "start": seg.start, "end": seg.end, "emitted_wall": seg.emitted_wall,
                     "n_frames": len(seg.frames)}
-            builder.add(safety.process(parser.process(meta, speech.process(seg), tags.process(seg))))
+            parsed = parser.process(meta, speech.process(seg), audio.process(seg), visual.process(seg))
+            builder.add(safety.process(parsed))
             if progress is not None and reader.info is not None and reader.info.duration_s:
                 progress(min(1.0, seg.end / reader.info.duration_s))
     finally:

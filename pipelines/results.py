@@ -17,12 +17,14 @@ class ResultBuilder:
         self.seconds = 0
         self.last_end = 0.0
         self.latencies: list[float] = []
+        self.seconds_log: list[dict] = []
 
     def add(self, parsed: dict) -> None:
         self.events.extend(parsed.get("events_closed", []))
         self.transcript.extend(parsed.get("transcript", []))
         self.alerts.extend(parsed.get("alerts", []))
         if parsed.get("index") is not None:
+            self.seconds_log.append(second_record(parsed))
             self.seconds += 1
             self.last_end = max(self.last_end, parsed["end"])
             if parsed.get("emitted_wall"):
@@ -45,6 +47,7 @@ class ResultBuilder:
             "transcript": transcript,
             "moments": self.moments,
             "alerts": sorted(self.alerts, key=lambda a: a["time"]),
+            "seconds": sorted(self.seconds_log, key=lambda r: r["t"]),
             "timings": {"wall_s": round(wall_s, 3),
                         "realtime_factor": round(duration / wall_s, 3) if wall_s > 0 else None},
         }
@@ -53,6 +56,19 @@ class ResultBuilder:
         if extra:
             result.update(extra)
         return result
+
+
+def second_record(parsed: dict) -> dict:
+    """What was seen and heard in one second, compactly, for the result's `seconds` list and the dashboard."""
+    vis = parsed.get("visual") or {}
+    record = {"t": parsed["start"], "speech": round(float(parsed.get("speech_prob", 0.0)), 2),
+              "audio_tags": dict(list((parsed.get("tags") or {}).items())[:3])}
+    if vis:
+        record.update({"persons": vis.get("persons", 0), "objects": vis.get("objects", {}),
+                       "faces": vis.get("faces", 0), "motion": vis.get("motion"),
+                       "postures": [p.get("posture") for p in vis.get("pose", [])],
+                       "camera_trouble": vis.get("camera_trouble")})
+    return record
 
 
 def stable_view(result: dict) -> dict:

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.audio.asr import FasterWhisperRecognizer, SpeechRecognizer
-from models.audio.tags import YamnetTagger
 from models.audio.vad import RATE, StreamingVAD
 from pipelines.events import EventTracker
 from pipelines.segment import Segment
@@ -37,6 +36,9 @@ class StageConfig:
     tag_top_k: int = 3
     vad_threshold: float = 0.5
     max_span_s: float = 20.0
+    visual: bool = True
+    yolo_size: int = 416
+    visual_min_score: float = 0.4
     safety: bool = True
     safety_threshold: float | None = None  # None: the monitor's default (see docs/safety.md)
     judge_url: str | None = None
@@ -54,6 +56,11 @@ class SpeechStage:
         self._audio = np.zeros(0, np.float32)
         self._audio_t0 = 0.0
         self.asr_seconds = 0.0
+
+    def reset(self) -> None:
+        """A new source: forget speech state and buffered audio."""
+        self.vad.reset()
+        self._audio = self._audio[:0]
 
     def _keep(self, seg: Segment) -> None:
         expected = self._audio_t0 + self._audio.size / RATE
@@ -105,38 +112,76 @@ class SpeechStage:
         return out
 
 
-class AudioTagStage:
-    """YAMNet AudioSet tags for one second."""
+class AudioStage:
+    """What one second sounds like: AudioSet tags, log-mel statistics, speech activity, and its feature vector."""
 
     def __init__(self, config: StageConfig):
+        from models.encoders.audio_features import AudioFeatureConfig, AudioFeatures
+
         self.config = config
-        self.tagger = YamnetTagger(threads=1) if config.tags else None
+        self.features = AudioFeatures(AudioFeatureConfig(tags=config.tags, tag_top_k=8, tag_min_prob=0.05))
+
+    def reset(self) -> None:
+        self.features.reset()
 
     def process(self, seg: Segment) -> dict:
-        if self.tagger is None or seg.audio is None:
-            return {"index": seg.index, "tags": {}}
-        probs = self.tagger.scores(seg.audio)
-        return {"index": seg.index, "tags": self.tagger.top(probs, k=8, min_prob=0.05)}
+        result = self.features.analyze(seg.audio, seg.start) if seg.audio is not None else None
+        readable = self.features.readable(result) or {}
+        return {"index": seg.index, "tags": readable.get("audio_tags", {}), "level_db": readable.get("level_db"),
+                "vector": self.features.vector(result), "available": result is not None}
+
+
+class VisualStage:
+    """What one second shows: objects (YOLOv3-tiny), people and pose, faces, motion, cuts, camera trouble."""
+
+    def __init__(self, config: StageConfig):
+        from models.encoders.visual import VisualAnalyzer, VisualConfig
+
+        self.config = config
+        self.analyzer = VisualAnalyzer(VisualConfig(yolo_size=config.yolo_size)) if config.visual else None
+
+    def reset(self) -> None:
+        if self.analyzer is not None:
+            self.analyzer.reset()
+
+    def process(self, seg: Segment) -> dict:
+        if self.analyzer is None or not seg.frames:
+            return {"index": seg.index, "visual": None, "vector": None, "available": False}
+        result = self.analyzer.analyze(seg.frames, seg.frame_times)
+        return {"index": seg.index, "visual": self.analyzer.readable(result), "vector": self.analyzer.vector(result),
+                "available": True}
 
 
 class ParserStage:
-    """Turns per-second stage outputs into events (audio tags and speech spans for now)."""
+    """Turns per-second stage outputs into events: sound tags, speech spans and detected objects."""
 
     def __init__(self, config: StageConfig):
         self.config = config
         self.tracker = EventTracker(max_gap=1)
 
-    def _labels(self, tags: dict[str, float]) -> dict[tuple[str, str], float]:
+    def _labels(self, tags: dict[str, float], visual: dict | None) -> dict[tuple[str, str], float]:
         kept = [(name, p) for name, p in tags.items() if name not in IGNORED_TAGS and p >= self.config.tag_threshold]
         kept.sort(key=lambda x: -x[1])
-        return {(name, "audio"): p for name, p in kept[: self.config.tag_top_k]}
+        labels = {(name, "audio"): p for name, p in kept[: self.config.tag_top_k]}
+        best: dict[str, float] = {}
+        for det in (visual or {}).get("detections", []):
+            best[det["label"]] = max(best.get(det["label"], 0.0), float(det["score"]))
+        if (visual or {}).get("faces"):
+            best["person"] = max(best.get("person", 0.0), 0.5)  # a face is a person even when YOLO misses it
+        for name, score in best.items():
+            if score >= self.config.visual_min_score or name == "person":
+                labels[(name.capitalize(), "visual")] = round(score, 3)
+        return labels
 
-    def process(self, seg_meta: dict, speech: dict, tags: dict) -> dict:
-        closed = self.tracker.update(seg_meta["start"], seg_meta["end"], self._labels(tags.get("tags", {})))
+    def process(self, seg_meta: dict, speech: dict, audio: dict, visual: dict | None = None) -> dict:
+        vis = (visual or {}).get("visual")
+        closed = self.tracker.update(seg_meta["start"], seg_meta["end"], self._labels(audio.get("tags", {}), vis))
         for a, b in speech["spans"]:
             closed.append(self.tracker.add_span("Speech", "audio", a, b, max(speech["speech_prob"], 0.5)))
-        return {**seg_meta, "speech_prob": speech["speech_prob"], "tags": tags.get("tags", {}),
-                "events_closed": [e.to_dict() for e in closed], "transcript": speech["transcript"]}
+        active = [e.to_dict() for e in self.tracker.open.values()]
+        return {**seg_meta, "speech_prob": speech["speech_prob"], "tags": audio.get("tags", {}),
+                "level_db": audio.get("level_db"), "visual": vis, "events_closed": [e.to_dict() for e in closed],
+                "events_active": active, "transcript": speech["transcript"]}
 
     def finish(self, speech: dict) -> dict:
         closed = self.tracker.finish()

@@ -45,6 +45,7 @@ class ForesightCollector:
         seg_dropped = CounterMetricFamily("foresight_stream_segments_dropped", "1-s segments dropped", labels=labels)
         reconnects = CounterMetricFamily("foresight_stream_reconnects", "Reconnections after an outage", labels=labels)
         decoded = CounterMetricFamily("foresight_stream_frames_decoded", "Frames decoded", labels=labels)
+        segments = CounterMetricFamily("foresight_stream_segments", "1-s segments analysed", labels=labels)
         latency = GaugeMetricFamily("foresight_stream_latency_seconds",
                                     "Segment end-to-end latency (ingest to sink) over the last 300 s",
                                     labels=[*labels, "quantile"])
@@ -64,13 +65,14 @@ class ForesightCollector:
             seg_dropped.add_metric(key, int(stats.get("segments_dropped", 0)))
             reconnects.add_metric(key, int(stats.get("reconnects", 0)))
             decoded.add_metric(key, frames)
+            segments.add_metric(key, int(stats.get("segments_emitted", 0)))
             if h["latencies"]:
                 lat = np.asarray(h["latencies"], dtype=float)
                 for q in (0.5, 0.95):
                     latency.add_metric([*key, str(q)], float(np.quantile(lat, q)))
         for sid in set(self._last) - live:
             del self._last[sid]
-        yield from (fps, up, dropped, seg_dropped, reconnects, decoded, latency)
+        yield from (fps, up, dropped, seg_dropped, reconnects, decoded, segments, latency)
 
 
 class Metrics:

