@@ -52,4 +52,10 @@ def test_cli_analyze_demo_clip_end_to_end(tmp_path, demo_clip):
     phone_like = [e for e in result["events"] if e["label"] != "Speech"
                   and e["start"] < truth.alarm[1] and e["end"] > truth.phone[0]]
     assert any(re.search(r"Telephone|Ringtone|Alarm|Bell|Beep|Buzzer", e["label"]) for e in phone_like), phone_like
-    assert not any(e["end"] <= truth.speech[0] for e in result["events"])
+    assert not any(e["end"] <= truth.speech[0] and e["modality"] == "audio" for e in result["events"])
+    # The first two pictures (astronaut, camera man) show people: a visual Person event, and per-second records.
+    people = [e for e in result["events"] if e["label"] == "Person" and e["modality"] == "visual"]
+    assert people and people[0]["start"] < 4.0
+    seconds = result["seconds"]
+    assert len(seconds) == round(truth.duration_s) and seconds[0]["persons"] >= 1
+    assert all("audio_tags" in r and "objects" in r and "camera_trouble" in r for r in seconds)
