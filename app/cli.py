@@ -27,6 +27,7 @@ def _stage_args(p: argparse.ArgumentParser) -> None:
 
 def _options(args):
     from pipelines.analyze import AnalyzeOptions
+    from pipelines.grounding import GroundingConfig
     from pipelines.stages import StageConfig
 
     if args.fps <= 0 or args.fps > 30:
@@ -37,6 +38,9 @@ def _options(args):
                          safety=not args.no_safety, safety_threshold=args.safety_threshold,
                          judge_url=args.judge_url, camera=args.camera)
     opts = AnalyzeOptions(stages=stages, sample_fps=args.fps)
+    opts.grounding = GroundingConfig(queries=list(getattr(args, "query", None) or []),
+                                     standing=list(getattr(args, "watch", None) or []),
+                                     checkpoint=getattr(args, "grounding_model", None))
     if getattr(args, "duration", None) is not None:
         if args.duration <= 0:
             raise BadInput("--duration must be positive")
@@ -145,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("analyze", help="analyze a file, device (/dev/video0) or stream URL (rtsp://, http(s)://, HLS)")
     p.add_argument("source")
     p.add_argument("--out", help="write the result JSON here")
+    p.add_argument("--query", action="append", metavar="TEXT",
+                   help="find the moments matching TEXT (repeatable); fills `moments`")
+    p.add_argument("--watch", action="append", metavar="TEXT",
+                   help="standing query: fires a moment live when TEXT matches the recent seconds (repeatable)")
+    p.add_argument("--grounding-model", metavar="PATH", help="grounding checkpoint (default: the shipped embedded one)")
     p.add_argument("--json", action="store_true", help="print the result JSON instead of the summary")
     p.add_argument("--duration", type=float, help="stop a live source after this many seconds")
     p.add_argument("--rtsp-transport", choices=["tcp", "udp"], default="tcp")

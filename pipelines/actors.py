@@ -91,6 +91,24 @@ class ParserActor:
 
 
 @ray.remote(**STAGE_OPTIONS)
+class GroundingActor:
+    def __init__(self, config):
+        limit_threads(1)
+        from pipelines.grounding import GroundingStage
+
+        self.stage = GroundingStage(config)
+
+    def ready(self) -> bool:
+        return True
+
+    def process(self, parsed: dict, audio: dict, visual: dict) -> dict:
+        return self.stage.process(parsed, audio, visual)
+
+    def finish(self, parsed: dict) -> dict:
+        return self.stage.finish(parsed)
+
+
+@ray.remote(**STAGE_OPTIONS)
 class SafetyActor:
     def __init__(self, config: StageConfig):
         limit_threads(1)
@@ -130,6 +148,7 @@ class SinkActor:
                                    parsed.get("transcript", []), parsed.get("alerts", []))
         self.seq += 1
         self.feed.append((self.seq, {"time": parsed.get("end"), "events": parsed.get("events_closed", []),
+                                     "moments": parsed.get("moments", []),
                                      "transcript": parsed.get("transcript", []), "tags": parsed.get("tags", {}),
                                      "alerts": parsed.get("alerts", []), "visual": parsed.get("visual")}))
         return parsed.get("index") if parsed.get("index") is not None else -1
@@ -171,7 +190,7 @@ class IngestActor:
         info = self.reader.wait_info(timeout)
         return None if info is None else info.__dict__
 
-    def run(self, speech, audio, visual, parser, safety, sink, max_inflight: int = 4) -> dict:
+    def run(self, speech, audio, visual, parser, safety, sink, grounding=None, max_inflight: int = 4) -> dict:
         self.reader.start()
         inflight: deque = deque()
         try:
@@ -187,6 +206,8 @@ class IngestActor:
                 au = audio.process.remote(seg_ref)
                 vi = visual.process.remote(seg_ref)
                 parsed = parser.process.remote(meta, sp, au, vi)
+                if grounding is not None:
+                    parsed = grounding.process.remote(parsed, au, vi)
                 inflight.append(sink.write.remote(safety.process.remote(parsed)))
                 self.call_s += time.perf_counter() - t0
                 self.position = seg.end
@@ -196,6 +217,8 @@ class IngestActor:
             self.reader.stop()
             # Close whatever is open (a speech span, open events) and wait for the sink to have it all.
             last = parser.finish.remote(speech.finish.remote())
+            if grounding is not None:
+                last = grounding.finish.remote(last)
             inflight.append(sink.write.remote(safety.finish.remote(last)))
             ray.get(list(inflight))
         return {"stats": self.reader.stats.to_dict(), "call_s": self.call_s,

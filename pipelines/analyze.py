@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.errors import BadInput
+from pipelines.grounding import GroundingConfig, GroundingStage, checkpoint_path
 from pipelines.ingest import ReconnectPolicy, SegmentReader
 from pipelines.results import ResultBuilder
 from pipelines.sources import SourceSpec, parse_source
@@ -36,6 +37,7 @@ class AnalyzeOptions:
     watchdog_s: float = 5.0
     open_timeout_s: float = 10.0
     reconnect: ReconnectPolicy = field(default_factory=ReconnectPolicy)
+    grounding: GroundingConfig = field(default_factory=GroundingConfig)
 
 
 def probe(spec: SourceSpec, timeout_s: float = 10.0) -> None:
@@ -67,6 +69,7 @@ class Pipeline:
 
         from pipelines.actors import (
             AudioActor,
+            GroundingActor,
             IngestActor,
             ParserActor,
             SafetyActor,
@@ -80,6 +83,8 @@ class Pipeline:
         self.spec: SourceSpec = parse_source(source, options.rtsp_transport, options.live)
         if not self.spec.live:
             probe(self.spec, options.open_timeout_s)  # fail fast on bad files, before starting Ray and models
+        if options.grounding.enabled:
+            checkpoint_path(options.grounding.checkpoint)
         ensure_ray()
         self.started = time.perf_counter()
         self.speech = SpeechActor.remote(options.stages)
@@ -87,18 +92,22 @@ class Pipeline:
         self.visual = VisualActor.remote(options.stages)
         self.parser = ParserActor.remote(options.stages)
         self.safety = SafetyActor.remote(options.stages)
+        self.grounding = GroundingActor.remote(options.grounding) if options.grounding.enabled else None
         self.sink = SinkActor.remote(self.spec.name, job_id, db_path)
         self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
                                          options.max_side, options.duration_s, options.reconnect,
                                          options.watchdog_s, options.open_timeout_s)
         try:
-            ray.get([a.ready.remote() for a in (self.speech, self.audio, self.visual, self.parser, self.safety,
-                                                self.sink)])
+            actors = [self.speech, self.audio, self.visual, self.parser, self.safety, self.sink]
+            ray.get([a.ready.remote() for a in actors + ([self.grounding] if self.grounding else [])])
         except ray.exceptions.RayActorError as exc:
             self.close()
+            cause = _unwrap(exc)
+            if isinstance(cause, BadInput):
+                raise cause from None
             raise RuntimeError(f"a model actor failed to start: {exc}") from None
         self.run_ref = self.ingest.run.remote(self.speech, self.audio, self.visual, self.parser, self.safety,
-                                              self.sink)
+                                              self.sink, self.grounding)
         self._ray = ray
 
     def progress(self) -> dict:
@@ -142,7 +151,7 @@ class Pipeline:
         return result
 
     def close(self) -> None:
-        for actor in ("ingest", "speech", "audio", "visual", "parser", "safety", "sink"):
+        for actor in ("ingest", "speech", "audio", "visual", "parser", "safety", "grounding", "sink"):
             handle = getattr(self, actor, None)
             if handle is not None:
                 self._ray_kill(handle)
@@ -231,6 +240,7 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     speech, audio, visual = _stages(options.stages)
     parser = ParserStage(options.stages)
     safety = _safety(options.stages)
+    grounding = GroundingStage(options.grounding) if options.grounding.enabled else None
     builder = ResultBuilder(spec.name)
     reader = SegmentReader(spec, spec.name, sample_fps=options.sample_fps, max_side=options.max_side,
                            duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,
@@ -239,13 +249,19 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
         while (seg := reader.get()) is not None:
             meta = {"index": seg.index, "start": seg.start, "end": seg.end, "emitted_wall": seg.emitted_wall,
                     "n_frames": len(seg.frames)}
-            parsed = parser.process(meta, speech.process(seg), audio.process(seg), visual.process(seg))
+            au, vi = audio.process(seg), visual.process(seg)
+            parsed = parser.process(meta, speech.process(seg), au, vi)
+            if grounding is not None:
+                parsed = grounding.process(parsed, au, vi)
             builder.add(safety.process(parsed))
             if progress is not None and reader.info is not None and reader.info.duration_s:
                 progress(min(1.0, seg.end / reader.info.duration_s))
     finally:
         reader.stop()
-    builder.add(safety.finish(parser.finish(speech.finish())))
+    last = parser.finish(speech.finish())
+    if grounding is not None:
+        last = grounding.finish(last)
+    builder.add(safety.finish(last))
     info = reader.info
     return builder.build(info.duration_s if info else None, bool(info and info.has_audio),
                          bool(info and info.has_video), time.perf_counter() - started, reader.stats.to_dict())

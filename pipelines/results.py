@@ -23,6 +23,7 @@ class ResultBuilder:
         self.events.extend(parsed.get("events_closed", []))
         self.transcript.extend(parsed.get("transcript", []))
         self.alerts.extend(parsed.get("alerts", []))
+        self.moments.extend(parsed.get("moments", []))
         if parsed.get("index") is not None:
             self.seconds_log.append(second_record(parsed))
             self.seconds += 1

@@ -58,7 +58,10 @@ class StreamManager:
         options = AnalyzeOptions(**{**self.options.__dict__})
         if rtsp_transport is not None:
             options.rtsp_transport = rtsp_transport
-        spec = parse_source(source, options.rtsp_transport, None)
+        try:
+            spec = parse_source(source, options.rtsp_transport, None)
+        except OSError as exc:  # e.g. a name longer than the filesystem allows
+            raise BadInput(f"cannot use this source ({exc.strerror or exc})") from None
         if spec.kind is SourceKind.FILE:
             raise BadInput("a stream needs a URL (rtsp://, http(s)://) or a /dev/videoN device; "
                            "upload files to /v1/analyze")

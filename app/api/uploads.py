@@ -151,11 +151,18 @@ async def receive_upload(request: Request, dest_dir: Path, max_bytes: int, allow
     return upload
 
 
+STILL_IMAGE_FORMATS = ("image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe", "tiff_pipe", "svg_pipe")
+
+
 def media_info(path: Path) -> StreamInfo:
-    """Probe the file (raises BadInput with the reason, like `pipelines.analyze.probe`) and return its streams."""
+    """Probe the file like `pipelines.analyze.probe` (BadInput with the reason if it does not decode), refuse
+    still images, and return its streams and duration."""
     spec = parse_source(str(path))
     container = open_container(spec)
     try:
+        fmt = container.format.name or ""
+        if any(name in STILL_IMAGE_FORMATS for name in fmt.split(",")):
+            raise BadInput(f"{spec.name}: a still image ({fmt}), not a video or audio clip")
         return MediaDecoder(container).info()
     finally:
         container.close()

@@ -1,0 +1,136 @@
+"""Temporal grounding in the pipeline: per-second features are collected as the stream goes, one-off queries
+(`foresight analyze --query`) are answered at the end, standing queries (`--watch`) are checked every few
+seconds over the recent past and fire a moment once when they match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from app.errors import BadInput
+
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "models" / "trisense" / "checkpoints" / "embedded.pt"
+
+
+@dataclass
+class GroundingConfig:
+    queries: list[str] = field(default_factory=list)
+    standing: list[str] = field(default_factory=list)
+    checkpoint: str | None = None
+    top_k: int = 3
+    fire_threshold: float = 0.5  # a standing query fires when its best moment scores at least this
+    check_every_s: int = 5
+    lookback_s: int = 30
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.queries or self.standing)
+
+
+def checkpoint_path(checkpoint: str | None = None) -> Path:
+    """The grounding checkpoint to use; BadInput naming the fix when it is missing."""
+    path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
+    if not path.is_file():
+        raise BadInput(f"no grounding model at {path}: build it with `foresight train grounding` "
+                       "or pass --grounding-model PATH")
+    return path
+
+
+def load_grounder(checkpoint: str | None = None):
+    from models.trisense.grounder import Grounder
+
+    return Grounder.load(checkpoint_path(checkpoint))
+
+
+class GroundingStage:
+    def __init__(self, config: GroundingConfig):
+        for q in config.queries + config.standing:
+            if not q.strip():
+                raise BadInput("queries must not be empty")
+        self.config = config
+        self.grounder = load_grounder(config.checkpoint)
+        self.audio: list[np.ndarray] = []
+        self.visual: list[np.ndarray] = []
+        self.audio_mask: list[bool] = []
+        self.visual_mask: list[bool] = []
+        self.transcript: list[dict] = []
+        self.events: list[dict] = []
+        self.fired: dict[str, list[tuple[float, float]]] = {q: [] for q in config.standing}
+        self.t0: float | None = None
+
+    def _append(self, parsed: dict, audio: dict, visual: dict) -> None:
+        if self.t0 is None:
+            self.t0 = float(parsed["start"])
+        index = int(round(parsed["start"] - self.t0))
+        while len(self.audio) < index:  # a live gap: missing seconds are unavailable, not silent
+            self._push(None, None)
+        self._push(audio.get("vector") if audio.get("available") else None,
+                   visual.get("vector") if visual.get("available") else None)
+        self.transcript.extend({"start": t["start"] - self.t0, "end": t["end"] - self.t0, "text": t["text"],
+                                **({"words": t["words"]} if t.get("words") else {})}
+                               for t in parsed.get("transcript", []))
+        self.events.extend({**e, "start": e["start"] - self.t0, "end": e["end"] - self.t0}
+                           for e in parsed.get("events_closed", []))
+
+    def _push(self, audio_vec, visual_vec) -> None:
+        dims = self.grounder.dims
+        self.audio.append(np.zeros(dims["audio"], np.float32) if audio_vec is None else np.asarray(audio_vec))
+        self.visual.append(np.zeros(dims["visual"], np.float32) if visual_vec is None else np.asarray(visual_vec))
+        self.audio_mask.append(audio_vec is not None)
+        self.visual_mask.append(visual_vec is not None)
+
+    def features(self):
+        from models.trisense.features import ClipFeatures
+        from models.trisense.text import speech_features
+
+        n = len(self.audio)
+        speech, speech_mask = speech_features(self.transcript, n, encoder=self.grounder.text_encoder)
+        return ClipFeatures(visual=np.stack(self.visual), audio=np.stack(self.audio), speech=speech,
+                            visual_mask=np.array(self.visual_mask), audio_mask=np.array(self.audio_mask),
+                            speech_mask=speech_mask, transcript=list(self.transcript), events=list(self.events))
+
+    def _moments(self, query: str, offset: int = 0, clip=None) -> list[dict]:
+        clip = clip if clip is not None else self.features()
+        out = []
+        for m in self.grounder.ground(query, clip, top_k=self.config.top_k):
+            d = m.to_dict()
+            d["start"] = round(d["start"] + offset + (self.t0 or 0.0), 3)
+            d["end"] = round(d["end"] + offset + (self.t0 or 0.0), 3)
+            out.append(d)
+        return out
+
+    def process(self, parsed: dict, audio: dict, visual: dict) -> dict:
+        """Add one second; every `check_every_s` seconds, check the standing queries over the recent past."""
+        if parsed.get("index") is None:
+            return parsed
+        self._append(parsed, audio, visual)
+        n = len(self.audio)
+        fired = []
+        if self.config.standing and n % self.config.check_every_s == 0:
+            lo = max(0, n - self.config.lookback_s)
+            clip = self.features().window(lo, n)
+            for query in self.config.standing:
+                for m in self._moments(query, offset=lo, clip=clip)[:1]:
+                    if m["score"] >= self.config.fire_threshold and not self._seen(query, m):
+                        self.fired[query].append((m["start"], m["end"]))
+                        fired.append({**m, "standing": True, "fired_at": parsed["end"]})
+        return {**parsed, "moments": parsed.get("moments", []) + fired}
+
+    def _seen(self, query: str, m: dict) -> bool:
+        return any(min(e, m["end"]) - max(s, m["start"]) > 0 for s, e in self.fired[query])
+
+    def finish(self, parsed: dict) -> dict:
+        """End of stream: answer the one-off queries over everything seen."""
+        if self.t0 is not None:
+            self.transcript.extend({"start": t["start"] - self.t0, "end": t["end"] - self.t0, "text": t["text"]}
+                                   for t in parsed.get("transcript", []))
+            self.events.extend({**e, "start": e["start"] - self.t0, "end": e["end"] - self.t0}
+                               for e in parsed.get("events_closed", []))
+        if not self.audio or not self.config.queries:
+            return parsed
+        clip = self.features()
+        moments = [m for q in self.config.queries for m in self._moments(q, clip=clip)]
+        return {**parsed, "moments": parsed.get("moments", []) + moments}
