@@ -20,7 +20,7 @@ def _stage_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
     p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
     p.add_argument("--safety-threshold", type=float,
-                   help="rule-retrieval score needed to warn: higher = fewer false alarms, fewer caught risks")
+                   help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")
     p.add_argument("--judge-url", help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
     p.add_argument("--camera", default="camera", help="camera or location name used in the safety log")
 

@@ -116,14 +116,40 @@ def test_replay_measures_lead_time(retriever):
     assert res.lead_time_s == res.risky_time - res.first_alert_time
 
 
-def test_live_signals_become_log_and_reach_retrieval(retriever):
+def test_live_speech_alone_is_not_evidence_but_corroborated_speech_is(retriever):
+    """Words about a gas heater raise nothing; the same words with the heater seen raise the rule."""
+    said = "I will install the gas water heater in the bathroom"
+    talk = [SecondSignals(time=float(t), persons=1, objects={"oven": 1}, speech_text=said if t == 2 else "")
+            for t in range(11)]
     mon = monitor(retriever, threshold=0.05, segment_s=5)
-    sec = [SecondSignals(time=float(t), persons=1, objects={"oven": 1},
-                         speech_text="I will install the gas water heater in the bathroom" if t == 2 else "")
-           for t in range(11)]
-    alerts = feed(mon, sec)
-    assert "[Location] camera" in mon.log.text() and "oven" in mon.log.text()
-    assert any(a.rule == GAS for a in alerts)
+    assert feed(mon, talk) == []
+    assert "[Location] camera" in mon.log.text() and said in mon.log.text()  # speech is logged, not trusted
+    seen = [SecondSignals(time=float(t), persons=1, objects={"gas water heater": 1},
+                          events=[{"label": "installing a heater on the bathroom wall", "modality": "visual"}],
+                          speech_text=said if t == 2 else "") for t in range(11)]
+    assert any(a.rule == GAS for a in feed(monitor(retriever, threshold=0.05, segment_s=5), seen))
+
+
+def demo_clip_seconds(n: int = 22) -> list[SecondSignals]:
+    """What the pipeline reports on the demo clip: speech, then a phone ringing, then an alarm clock."""
+    words = "Hello and welcome to Foresight. The phone is ringing in the kitchen. Please check the front door."
+    out = []
+    for t in range(n):
+        tags = {"Speech": 0.9} if t < 8 else {}
+        if 9 <= t < 14:
+            tags = {"Telephone bell ringing": 0.8, "Telephone": 0.6, "Ringtone": 0.5}
+        if 15 <= t < 19:
+            tags = {"Alarm clock": 0.7, "Beep, bleep": 0.4}
+        out.append(SecondSignals(time=float(t), camera="demo", audio_tags=tags,
+                                 speech_text=words if t == 3 else "",
+                                 events=[{"label": "Telephone bell ringing", "modality": "audio", "confidence": 0.8}]
+                                 if 9 <= t < 14 else []))
+    return out
+
+
+def test_demo_clip_talk_about_a_phone_raises_no_alert(retriever):
+    mon = monitor(retriever, threshold=0.05, segment_s=10)
+    assert feed(mon, demo_clip_seconds()) + mon.flush(22.0) == []
 
 
 class _Judge(BaseHTTPRequestHandler):
@@ -190,6 +216,29 @@ def test_eval_cli_json_on_small_file(tmp_path, capsys):
     assert out["top1"] == 1.0 and out["runs"] == 3 and out["logs"] == 2
     assert all(0.0 <= out[k] <= 1.0 for k in KEYS)
     assert out["robustness"] <= out["accuracy"] <= out["potential"]
+
+
+@pytest.fixture(scope="module")
+def minilm_monitor_parts():
+    from models.safety.embed import SentenceEmbedder
+    return RuleRetriever(load_rules(), SentenceEmbedder())
+
+
+@pytest.mark.slow
+def test_demo_clip_no_alert_with_embeddings_and_gate(minilm_monitor_parts):
+    """The live default (MiniLM + risk gate) on the demo clip: no critical phone-while-driving alert."""
+    mon = SafetyMonitor(SafetyConfig(segment_s=10), retriever=minilm_monitor_parts)
+    assert mon.gate is not None
+    assert feed(mon, demo_clip_seconds()) + mon.flush(22.0) == []
+
+
+@pytest.mark.slow
+def test_risk_gate_prefers_full_log_to_cut_log(minilm_monitor_parts):
+    """The gate's probability rises when the risky segment arrives (a log not in the dev set)."""
+    from models.safety.risk_gate import RiskGate
+    gate = RiskGate.load()
+    p = [gate.probability(minilm_monitor_parts.analyse([s.text() for s in LOG[:k]])) for k in (3, 4)]
+    assert p[1] > p[0] and p[1] > 0.5
 
 
 @pytest.mark.slow

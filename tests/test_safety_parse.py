@@ -98,3 +98,26 @@ def test_perturbation_is_seeded_and_keeps_last_segment():
         out = perturb_log(segs, seed)
         assert out[-1].location == "Bathroom" and out[-1].behavior
         assert len(out) <= len(segs)
+
+
+def test_perturbation_keeps_the_evidence_sentence_and_nothing_else_changes():
+    from models.safety.logparse import Segment
+    last = Segment("09:00 AM", "Garage", "A car.", "He opens the door. He starts the engine. He leaves the engine running in the garage. "
+                   "He waits. He reads the paper.")
+    segs = [Segment("08:00 AM", "Kitchen", "Bread.", "He eats toast."), last]
+    keep = "He leaves the engine running in the garage."
+    dropped_somewhere = False
+    for seed in range(60):
+        free, kept = perturb_log(segs, seed), perturb_log(segs, seed, keep=keep)
+        assert "engine running" in kept[-1].behavior
+        dropped_somewhere |= "engine running" not in free[-1].behavior
+        assert len(free) == len(kept) and free[0] == kept[0]
+    assert dropped_somewhere  # without `keep` the evidence can be lost
+
+
+def test_live_segment_text_without_speech():
+    from models.safety.obslog import describe
+    from models.safety.signals import SecondSignals
+    seg = describe([SecondSignals(time=0.0, persons=1, objects={"knife": 1}, speech_text="pass me the knife")])
+    assert "pass me the knife" in seg.text() and "pass me the knife" not in seg.text(with_speech=False)
+    assert "knife" in seg.text(with_speech=False) and "1 person is present" in seg.text(with_speech=False)

@@ -20,13 +20,18 @@ from models.safety.knowledge import SEVERITY_WEIGHT, Scenario, normalise_rule_te
 from models.safety.logparse import Segment, parse_log
 from models.safety.monitor import SafetyConfig, SafetyMonitor
 from models.safety.perturb import perturb_log
-from models.safety.replay import replay, risky_segment
+from models.safety.replay import evidence_sentence, replay, risky_segment
 from models.safety.retrieval import RuleRetriever
+from models.safety.risk_gate import RiskGate
 
 
 @dataclass
 class Scored:
-    """Per-scenario raw results, kept so thresholds can be swept without re-ranking."""
+    """Per-scenario raw results, kept so thresholds can be swept without re-ranking.
+
+    `score`, `run_score` and `cut_score` are the warn decision's value: the risk gate's held-out
+    probability when a gate is used, else the top retrieval score.
+    """
 
     gold: int
     severity: float
@@ -38,8 +43,13 @@ class Scored:
 
 
 def score_scenarios(scenarios: list[Scenario], retriever: RuleRetriever, runs: int = 16,
+                    gate: RiskGate | None = None, keep_evidence: bool = True,
                     progress: bool = True) -> list[Scored]:
-    """Rank every scenario once as written, `runs` times perturbed and once cut before its risk."""
+    """Rank every scenario once as written, `runs` times perturbed and once cut before its risk.
+
+    keep_evidence: perturbations never drop the final segment's sentence that shows the triggering
+    behaviour (False reproduces the first protocol, where a run could lose the risk itself).
+    """
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
     index = {normalise_rule_text(r.knowledge): r for r in retriever.rules}
@@ -47,20 +57,24 @@ def score_scenarios(scenarios: list[Scenario], retriever: RuleRetriever, runs: i
     for sc in tqdm(scenarios, desc="safety eval", unit="log", file=sys.stderr, disable=not progress):
         segments = parse_log(sc.log)
         rule = index.get(normalise_rule_text(sc.knowledge))
-        texts = lambda segs: [s.text() for s in segs]  # noqa: E731
-        ranked = retriever.rank(texts(segments), k=5)
+
+        def judge(segs: list[Segment], k: int = 1, log: str = sc.log) -> tuple[list[int], float]:
+            a = retriever.analyse([s.text() for s in segs])
+            top = [int(j) for j in np.argsort(-a.total)[:k]]
+            return top, gate.probability(a, log) if gate is not None else float(a.total[top[0]])
+
+        top5, score = judge(segments, 5)
+        k = risky_segment(segments, sc.trigger)
+        keep = evidence_sentence(segments[-1], sc.trigger) if keep_evidence and k == len(segments) - 1 else None
         run_top1, run_score = [], []
         for seed in range(runs):
-            cand = retriever.rank(texts(perturb_log(segments, seed)), k=1)
-            run_top1.append(cand[0].rule.id)
-            run_score.append(cand[0].score)
-        k = risky_segment(segments, sc.trigger)
-        cut = retriever.rank(texts(segments[:k]), k=1) if k > 0 else []
+            top, value = judge(perturb_log(segments, seed, keep=keep))
+            run_top1.append(top[0])
+            run_score.append(value)
         out.append(Scored(gold=rule.id if rule else -1,
                           severity=SEVERITY_WEIGHT[rule.severity] if rule else 1.0,
-                          top5=[c.rule.id for c in ranked], score=ranked[0].score,
-                          run_top1=run_top1, run_score=run_score,
-                          cut_score=cut[0].score if cut else None))
+                          top5=top5, score=score, run_top1=run_top1, run_score=run_score,
+                          cut_score=judge(segments[:k])[1] if k > 0 else None))
     return out
 
 
@@ -90,13 +104,14 @@ def metrics(scored: list[Scored], threshold: float) -> dict:
 
 
 def lead_times(scenarios: list[Scenario], retriever: RuleRetriever, config: SafetyConfig,
-               progress: bool = True) -> dict:
-    """Replay each log through a fresh monitor; lead time of the first correct alert."""
+               gate: RiskGate | None = None, progress: bool = True) -> dict:
+    """Replay each log through a fresh monitor (held-out gate); lead time of the first correct alert."""
     index = {normalise_rule_text(r.knowledge): r.knowledge for r in retriever.rules}
     leads, first_wrong = [], 0
     for sc in tqdm(scenarios, desc="safety replay", unit="log", file=sys.stderr, disable=not progress):
         segments: list[Segment] = parse_log(sc.log)
-        res = replay(SafetyMonitor(config, retriever=retriever), segments, sc.trigger)
+        mon = SafetyMonitor(config, retriever=retriever, gate=gate.held_out(sc.log) if gate is not None else None)
+        res = replay(mon, segments, sc.trigger)
         gold = index.get(normalise_rule_text(sc.knowledge))
         right = [a for a in res.alerts if a.rule == gold]
         if res.alerts and res.alerts[0].rule != gold:

@@ -40,10 +40,12 @@ class Segment:
     location: str = ""
     environment: str = ""
     behavior: str = ""
+    speech: str = ""  # the part of `behavior` that only reports what someone said (live logs)
 
-    def text(self) -> str:
-        """Everything observed in the segment, as one passage."""
-        return " ".join(p for p in (self.location, self.environment, self.behavior) if p)
+    def text(self, with_speech: bool = True) -> str:
+        """Everything observed in the segment, as one passage; without speech: only what was seen or heard."""
+        behavior = self.behavior if with_speech or not self.speech else self.behavior.replace(self.speech, "")
+        return " ".join(p for p in (self.location, self.environment, " ".join(behavior.split())) if p)
 
     def seconds(self) -> float | None:
         """Seconds since midnight of `time` (12-hour clock if AM/PM given), or None if unreadable."""

@@ -2,8 +2,13 @@
 
 `update(SecondSignals)` is the live entry point: fast rules run every second; every closed log
 segment also runs rule retrieval over the rolling log (and the judge when configured). `observe(Segment)`
-feeds a ready-made log segment instead (replaying PaSBench logs). `threshold` sets how sure retrieval
-must be before it warns: higher means fewer false alarms and fewer caught risks (see docs/safety.md).
+feeds a ready-made log segment instead (replaying PaSBench logs).
+
+Two separate decisions: the risk gate (`risk_gate.py`) says whether the newest segment shows a risky
+act at all, retrieval says which rule it breaks. `threshold` is the gate probability needed to warn
+(or, without embeddings, the retrieval score): higher means fewer false alarms and fewer caught risks
+(see docs/safety.md). Live logs must be risky without their speech: words alone ("the phone is
+ringing") never raise a retrieval alert unless what was seen or heard points to the same rule.
 """
 
 from __future__ import annotations
@@ -19,20 +24,25 @@ from models.safety.fast_rules import FastRuleConfig, FastRules
 from models.safety.judge import ChatJudge, JudgeError
 from models.safety.knowledge import load_rules
 from models.safety.logparse import Segment
-from models.safety.obslog import ObservationLog
-from models.safety.retrieval import RuleRetriever
+from models.safety.obslog import NO_PERSON, ObservationLog, is_presence
+from models.safety.retrieval import Candidate, RuleRetriever
+from models.safety.risk_gate import GATE_FILE, RiskGate
 from models.safety.signals import SecondSignals
 
 log = logging.getLogger(__name__)
-DEFAULT_THRESHOLD = 0.2
+GATE_THRESHOLD = 0.7   # risk-gate probability (default, embeddings on)
+SCORE_THRESHOLD = 0.2  # retrieval score (TF-IDF only: no gate)
+DEFAULT_THRESHOLD = GATE_THRESHOLD
 
 
 @dataclass
 class SafetyConfig:
     """Everything a user may tune. `threshold` trades precision (high) for recall (low)."""
 
-    threshold: float = DEFAULT_THRESHOLD  # retrieval score needed to warn
+    threshold: float | None = None        # gate probability (score without gate) needed; None = default
     use_embeddings: bool = True           # MiniLM similarity on top of TF-IDF
+    use_gate: bool = True                 # risk gate (needs embeddings); off = warn on retrieval score
+    gate_file: str | None = None          # another fitted gate (default data/risk_gate.npz)
     recency_decay: float = 0.5            # weight of a segment k steps back: decay**k
     embed_weight: float = 0.7             # share of the embedding score vs TF-IDF
     top_k: int = 5                        # candidates shown to the judge
@@ -48,6 +58,8 @@ class SafetyConfig:
     fast: FastRuleConfig = field(default_factory=FastRuleConfig)
 
     def __post_init__(self) -> None:
+        if self.threshold is None:
+            self.threshold = GATE_THRESHOLD if self.use_embeddings and self.use_gate else SCORE_THRESHOLD
         if self.cooldown_s < 0 or self.max_alerts_per_minute < 1 or self.top_k < 1:
             raise ValueError("cooldown_s must be >= 0, max_alerts_per_minute >= 1 and top_k >= 1")
 
@@ -55,7 +67,8 @@ class SafetyConfig:
 class SafetyMonitor:
     """Feed seconds (or log segments) in time order; get the alerts that pass cooldown and dedup."""
 
-    def __init__(self, config: SafetyConfig | None = None, retriever: RuleRetriever | None = None):
+    def __init__(self, config: SafetyConfig | None = None, retriever: RuleRetriever | None = None,
+                 gate: RiskGate | None = None):
         self.config = cfg = config or SafetyConfig()
         if retriever is None:
             embedder = None
@@ -66,6 +79,9 @@ class SafetyMonitor:
                                       recency_decay=cfg.recency_decay, embed_weight=cfg.embed_weight,
                                       background=None if cfg.rules_file else Path(__file__).parent / "data" / "background.npz")
         self.retriever = retriever
+        self.gate = None
+        if cfg.use_gate and retriever.embedder is not None:
+            self.gate = gate or RiskGate.load(cfg.gate_file or GATE_FILE)
         self.fast = FastRules(cfg.fast)
         self.log = ObservationLog(cfg.segment_s, cfg.window_segments)
         self.judge = None
@@ -74,9 +90,11 @@ class SafetyMonitor:
                                    os.environ.get(cfg.judge_api_key_env))
         self._last_by_rule: dict[str, float] = {}
         self._recent: deque[float] = deque()
+        self._live = False  # True once fed live seconds: their logs need non-speech corroboration
 
     def update(self, signals: SecondSignals) -> list[Alert]:
         """One second of live signals -> alerts raised now."""
+        self._live = True
         alerts = self.fast.update(signals)
         if self.log.add(signals) is not None:
             alerts += self._reason(signals.time)
@@ -93,11 +111,31 @@ class SafetyMonitor:
         return self._admit(self._reason(time)) if any(closed) else []
 
     # --- tier (b) and (c) ----------------------------------------------------------------------
+    def _decide(self, texts: list[str]) -> tuple[float, list[Candidate]]:
+        """Risk value (gate probability or retrieval score) and the top-k rules of a log."""
+        if not any(t.strip() for t in texts):
+            return 0.0, []
+        a = self.retriever.analyse(texts)
+        candidates = self.retriever.candidates(a, self.config.top_k)
+        value = self.gate.probability(a) if self.gate is not None else candidates[0].score
+        return value, candidates
+
     def _reason(self, time: float) -> list[Alert]:
         segments = list(self.log.segments)
-        candidates = self.retriever.rank([s.text() for s in segments], k=self.config.top_k)
-        if not candidates or candidates[0].score < self.config.threshold:
+        value, candidates = self._decide([s.text() for s in segments])
+        if not candidates or value < self.config.threshold:
             return []
+        if self._live:
+            # Live logs are written from perception and ASR. The rule must also win without the
+            # words (speech may confirm a rule, never introduce one), someone must be seen, and the
+            # evidence must be an act or hazard, not just "1 person is present".
+            quiet_value, quiet = self._decide([s.text(with_speech=False) for s in segments])
+            evidence = {c.rule.id: c for c in quiet} if quiet_value >= self.config.threshold else {}
+            actor = any(not s.behavior.startswith(NO_PERSON) for s in segments)
+            top = evidence.get(candidates[0].rule.id)
+            if not actor or top is None or is_presence(top.sentence):
+                return []
+            candidates = [evidence[c.rule.id] for c in candidates if c.rule.id in evidence]
         chosen, tier, why = candidates[0], "retrieval", ""
         if self.judge is not None:
             try:
@@ -110,7 +148,7 @@ class SafetyMonitor:
         seg = segments[chosen.segment]
         reason = why or chosen.rule.reason
         return [Alert(time=time, severity=chosen.rule.severity, rule=chosen.rule.knowledge,
-                      reason=f'{reason} Triggered by: "{chosen.sentence}"', tier=tier, score=chosen.score,
+                      reason=f'{reason} Triggered by: "{chosen.sentence}"', tier=tier, score=value,
                       evidence=[f"{seg.time} {seg.location}: {chosen.sentence}".strip()])]
 
     # --- cooldown, dedup, rate limit ---------------------------------------------------------------

@@ -9,10 +9,19 @@ these. Only the last `window` segments are kept.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
 
 from models.safety.logparse import Segment, render_log
 from models.safety.signals import SecondSignals
+
+NO_PERSON = "No person is seen."
+_PRESENCE = re.compile(r"^(?:\d+ (?:person is|people are) present\.|No person is seen\.)$")
+
+
+def is_presence(sentence: str) -> bool:
+    """True for the sentences that only say who is there: they name no act and no hazard."""
+    return bool(_PRESENCE.match(sentence.strip()))
 
 
 def clock(seconds: float) -> str:
@@ -75,15 +84,16 @@ def describe(seconds: list[SecondSignals], tag_prob: float = 0.3, fall_velocity:
                        else f"A person is briefly {posture}.")
     if falls:
         beh.append("A person drops suddenly towards the floor.")
-    if speech:
-        beh.append(f'Someone says: "{" ".join(speech)}".')
+    said = f'Someone says: "{" ".join(speech)}".' if speech else ""
+    if said:
+        beh.append(said)
     visual = [e for e in events if e not in heard]
     if visual:
         beh.append(f"Detected activity: {', '.join(visual)}.")
-    if not beh:
-        beh.append("No person is seen.")
+    if not beh or beh == [said]:
+        beh.insert(0, NO_PERSON)
     return Segment(time=clock(seconds[0].time), location=seconds[0].camera,
-                   environment=" ".join(env), behavior=" ".join(beh))
+                   environment=" ".join(env), behavior=" ".join(beh), speech=said)
 
 
 class ObservationLog:

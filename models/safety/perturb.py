@@ -62,8 +62,15 @@ def _reword(text: str, p: float, rng: random.Random) -> str:
     return " ".join(paraphrase(s, rng) if rng.random() < p else s for s in split_sentences(text))
 
 
-def perturb_log(segments: list[Segment], seed: int, cfg: PerturbConfig | None = None) -> list[Segment]:
-    """One perturbed copy of `segments`; the final segment is always kept (it may hold the risk)."""
+def perturb_log(segments: list[Segment], seed: int, cfg: PerturbConfig | None = None,
+                keep: str | None = None) -> list[Segment]:
+    """One perturbed copy of `segments`; the final segment is always kept (it may hold the risk).
+
+    keep: a sentence of the final segment's behaviour that is never dropped (it may still be
+    paraphrased): the observation of the risky act itself. Dropping it would turn a risky log into
+    one with nothing to warn about, so a run that then stays silent would be scored wrong for being right.
+    The random draws are the same with or without `keep`, so the other perturbations do not change.
+    """
     if not segments:
         raise ValueError("cannot perturb an empty log")
     cfg = cfg or PerturbConfig()
@@ -74,7 +81,7 @@ def perturb_log(segments: list[Segment], seed: int, cfg: PerturbConfig | None = 
             head[i], head[i + 1] = head[i + 1], head[i]
     last = segments[-1]
     sentences = split_sentences(last.behavior)
-    kept = [s for s in sentences if rng.random() >= cfg.drop_final_sentence] or sentences[:1] or [last.behavior]
+    kept = [s for s in sentences if rng.random() >= cfg.drop_final_sentence or s == keep] or sentences[:1] or [last.behavior]
     last = replace(last, behavior=" ".join(kept))
     out = []
     for s in [*head, last]:

@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from models.safety.alerts import Alert
+from models.safety.embed import split_sentences
 from models.safety.logparse import Segment
 from models.safety.monitor import SafetyMonitor
 
@@ -24,6 +25,19 @@ def risky_segment(segments: list[Segment], trigger: str) -> int:
     vec = TfidfVectorizer(sublinear_tf=True, stop_words="english").fit([s.text() for s in segments] + [trigger])
     sims = (vec.transform([s.text() for s in segments]) @ vec.transform([trigger]).T).toarray()[:, 0]
     return int(np.argmax(sims)) if sims.max() > 0 else len(segments) - 1
+
+
+def evidence_sentence(segment: Segment, trigger: str) -> str | None:
+    """The behaviour sentence of `segment` that best matches the known triggering behaviour, if any."""
+    sentences = split_sentences(segment.behavior)
+    if not trigger.strip() or not sentences:
+        return None
+    try:
+        vec = TfidfVectorizer(sublinear_tf=True, stop_words="english").fit([*sentences, trigger])
+    except ValueError:  # only stop words: nothing to match on
+        return None
+    sims = (vec.transform(sentences) @ vec.transform([trigger]).T).toarray()[:, 0]
+    return sentences[int(np.argmax(sims))] if sims.max() > 0 else None
 
 
 def segment_times(segments: list[Segment]) -> list[float]:

@@ -35,6 +35,22 @@ def behaviour_form(rule: Rule) -> str:
 
 
 @dataclass
+class Analysis:
+    """A log scored against every rule: per-segment scores, their recency-weighted total and parts.
+
+    parts: background-corrected similarity per kind ("tf", and with embeddings "text", "act"),
+    each [segments, rules]; vectors: the segments' MiniLM vectors (None without embeddings).
+    """
+
+    segments: list[str]
+    per_segment: np.ndarray
+    total: np.ndarray
+    parts: dict[str, np.ndarray]
+    vectors: np.ndarray | None
+    weights: np.ndarray
+
+
+@dataclass
 class Candidate:
     """A rule the log may violate: its score and the segment/sentence that triggered it."""
 
@@ -81,11 +97,7 @@ class RuleRetriever:
 
     def segment_scores(self, segments: list[str]) -> np.ndarray:
         """Background-corrected score of every (segment, rule) pair, shape [segments, rules]."""
-        tf, text, act = self._raw(segments)
-        score = (1.0 - self.embed_weight) * (tf - self.bg_tfidf)
-        if text is not None:
-            score += self.embed_weight * 0.5 * ((text - self.bg_text) + (act - self.bg_act))
-        return score
+        return self.analyse(segments).per_segment
 
     # --- background (hub correction) ------------------------------------------------------------
     def fit_background(self, benign_segments: list[str]) -> None:
@@ -112,20 +124,36 @@ class RuleRetriever:
     def recency_weights(self, n: int) -> np.ndarray:
         return self.recency_decay ** np.arange(n - 1, -1, -1, dtype=np.float32)
 
-    def rank(self, segments: list[str], k: int = 5) -> list[Candidate]:
-        """Top-k rules for a log given as segment texts, oldest first."""
+    def analyse(self, segments: list[str]) -> Analysis:
+        """Every similarity of a log (oldest segment first), kept for ranking and for the risk gate."""
         segments = [s for s in segments if s.strip()]
         if not segments:
-            return []
-        per_seg = self.segment_scores(segments)
+            raise ValueError("analyse needs at least one non-empty segment")
+        tf, text, act = self._raw(segments)
+        parts = {"tf": tf - self.bg_tfidf}
+        score = (1.0 - self.embed_weight) * parts["tf"]
+        vectors = None
+        if text is not None:
+            parts["text"], parts["act"] = text - self.bg_text, act - self.bg_act
+            score = score + self.embed_weight * 0.5 * (parts["text"] + parts["act"])
+            vectors = self.embedder.encode_passages(segments)
         w = self.recency_weights(len(segments))[:, None]
-        total = (w * per_seg).sum(0) / w.sum()
-        order = np.argsort(-total)[:k]
+        total = (w * score).sum(0) / w.sum()
+        return Analysis(segments, score, total, parts, vectors, w[:, 0])
+
+    def rank(self, segments: list[str], k: int = 5) -> list[Candidate]:
+        """Top-k rules for a log given as segment texts, oldest first."""
+        if not any(s.strip() for s in segments):
+            return []
+        return self.candidates(self.analyse(segments), k)
+
+    def candidates(self, a: Analysis, k: int = 5) -> list[Candidate]:
+        """Top-k rules of an analysed log, each with the segment and sentence that triggered it."""
         out = []
-        for j in order:
-            seg = int(np.argmax(w[:, 0] * per_seg[:, j]))
-            out.append(Candidate(rule=self.rules[j], score=float(total[j]), segment=seg,
-                                 sentence=self._trigger_sentence(segments[seg], self.rules[j])))
+        for j in np.argsort(-a.total)[:k]:
+            seg = int(np.argmax(a.weights * a.per_segment[:, j]))
+            out.append(Candidate(rule=self.rules[j], score=float(a.total[j]), segment=seg,
+                                 sentence=self._trigger_sentence(a.segments[seg], self.rules[j])))
         return out
 
     def _trigger_sentence(self, segment: str, rule: Rule) -> str:
