@@ -1,0 +1,1 @@
+"""PreFM online audio-visual event parsing: network, live inference, metrics, labels."""

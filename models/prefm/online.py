@@ -1,0 +1,326 @@
+"""Running a trained PreFM: live ring buffer, batch window-per-second, offline, events, checkpoints.
+
+Online protocol (as in the authors' evaluation): at second ``t`` the model reads the zero-padded
+window of seconds ``t-Lc+1 ... t`` and the prediction for ``t`` is the newest window position. No
+future input is ever read, so the only latency is the 1-s segment plus compute. The future head's
+probabilities for ``t+1 ... t+Lf`` are returned as the model's anticipation.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from models.prefm.modeling_prefm import PreFM, PreFMConfig, probabilities
+
+CHECKPOINT_FORMAT = "foresight-prefm-v1"
+MODALITY_NAMES = {"audio": "audio", "visual": "visual", "av": "audio-visual"}
+
+
+# --------------------------------------------------------------------------------------------------
+# Window bookkeeping shared by the live and batch paths
+# --------------------------------------------------------------------------------------------------
+
+
+def clap_frame_bounds(second: int) -> tuple[int, int]:
+    """Rows of a CLAP map (6.4 rows/s) that belong to second ``second``: [int(6.4 t), int(6.4 (t+1)))."""
+    return int(second * 6.4), int((second + 1) * 6.4)
+
+
+def window_slice(array: np.ndarray, t: int, length: int) -> np.ndarray:
+    """Rows ``t-length+1 ... t`` of ``array``, zero-padded at the start (the authors' padding)."""
+    lo = t + 1 - length
+    part = array[max(lo, 0): t + 1]
+    if lo < 0:
+        part = np.concatenate([np.zeros((-lo, array.shape[1]), dtype=array.dtype), part], axis=0)
+    return part
+
+
+def clap_window(array: np.ndarray, t: int) -> np.ndarray:
+    """The 64 CLAP rows ending with second ``t``, zero-padded at the start."""
+    end = clap_frame_bounds(t)[1]
+    return window_slice(array, end - 1, 64)
+
+
+def _num_seconds(config: PreFMConfig, audio: np.ndarray, visual: np.ndarray) -> int:
+    seconds = visual.shape[0]
+    if config.audio_rate == "1fps" and audio.shape[0] != seconds:
+        raise ValueError(f"audio has {audio.shape[0]} seconds but visual has {seconds}")
+    if config.audio_rate == "clap_maps" and audio.shape[0] < clap_frame_bounds(seconds - 1)[1]:
+        raise ValueError(f"{seconds} s need {clap_frame_bounds(seconds - 1)[1]} CLAP rows, got {audio.shape[0]}")
+    return seconds
+
+
+def _as_float(x: np.ndarray | torch.Tensor | None) -> np.ndarray | None:
+    if x is None:
+        return None
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=np.float32)
+
+
+def _split_outputs(model: PreFM, logits: torch.Tensor, now: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Probabilities at window position ``now`` and, when modeled, at the future positions."""
+    task = model.config.task
+    current = {k: v.cpu().numpy() for k, v in probabilities(logits[:, now], task).items()}
+    future: dict[str, np.ndarray] = {}
+    if model.config.use_future:
+        future = {k: v.cpu().numpy() for k, v in probabilities(logits[:, now + 1:], task).items()}
+    return current, future
+
+
+# --------------------------------------------------------------------------------------------------
+# Batch: one window per second over a whole clip (evaluation protocol)
+# --------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def predict_windows(model: PreFM, audio: np.ndarray, visual: np.ndarray, st: np.ndarray | None = None,
+                    batch_size: int = 64) -> dict[str, np.ndarray]:
+    """Per-second probabilities of a clip, each second predicted from its own past window only.
+
+    Returns "audio", "visual", "av" (AVVP) or "av" (AVEL) as (T, C) arrays and, with future modeling,
+    "future_<m>" arrays of shape (T, Lf, C): at second t, the anticipated probabilities for t+1...t+Lf.
+    """
+    cfg = model.config
+    audio, visual, st = _as_float(audio), _as_float(visual), _as_float(st)
+    seconds = _num_seconds(cfg, audio, visual)
+    model.eval()
+    device = next(model.parameters()).device
+    chunks: dict[str, list[np.ndarray]] = {}
+    for lo in range(0, seconds, batch_size):
+        ts = range(lo, min(lo + batch_size, seconds))
+        if cfg.audio_rate == "clap_maps":
+            a = np.stack([clap_window(audio, t) for t in ts])
+        else:
+            a = np.stack([window_slice(audio, t, cfg.Lc) for t in ts])
+        v = np.stack([window_slice(visual, t, cfg.Lc) for t in ts])
+        s = torch.from_numpy(np.stack([window_slice(st, t, cfg.Lc) for t in ts])).to(device) if st is not None else None
+        out = model(torch.from_numpy(a).to(device), torch.from_numpy(v).to(device), s)
+        current, future = _split_outputs(model, out.logits, cfg.Lc - 1)
+        for k, x in current.items():
+            chunks.setdefault(k, []).append(x)
+        for k, x in future.items():
+            chunks.setdefault(f"future_{k}", []).append(x)
+    return {k: np.concatenate(v, axis=0) for k, v in chunks.items()}
+
+
+@torch.no_grad()
+def predict_offline(model: PreFM, audio: np.ndarray, visual: np.ndarray, st: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Offline baseline: the network reads the whole clip at once (bidirectional attention over all
+    seconds) and every position is classified. Needs a model without future modeling. CLAP maps are
+    pooled per 10-s block (64 rows -> 10 steps) since the pooling is defined on 10-s windows."""
+    cfg = model.config
+    if cfg.use_future:
+        raise ValueError("offline prediction needs a model built with use_future=False")
+    audio, visual, st = _as_float(audio), _as_float(visual), _as_float(st)
+    seconds = _num_seconds(cfg, audio, visual)
+    model.eval()
+    device = next(model.parameters()).device
+    a = model.embed_audio_clip(torch.from_numpy(audio).to(device)[None], seconds)
+    v = torch.from_numpy(visual).to(device)[None]
+    s = torch.from_numpy(st).to(device)[None] if st is not None else None
+    out = model.forward_tokens(a, model.embed_visual(v, s))
+    return {k: x[0].cpu().numpy() for k, x in probabilities(out.logits, cfg.task).items()}
+
+
+# --------------------------------------------------------------------------------------------------
+# Events: merging binarized seconds, causally
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _OpenEvent:
+    start: int
+    last: int
+    scores: list[float] = field(default_factory=list)
+
+
+class EventMerger:
+    """Turns per-second binarized outputs into events ``{"label","modality","start","end","confidence"}``.
+
+    Causal: an event is emitted at the first second its class is off again (or at ``flush``), so no
+    decision ever waits for future input. ``exclusive=True`` (default) gives each class-second one
+    modality: "audio-visual" when heard and seen, else "audio" or "visual"; ``exclusive=False`` emits
+    the three AVVP streams (audio, visual, and their AND) independently, as the metrics score them.
+    Confidence is the mean probability over the event's seconds (sqrt(p_a p_v) for audio-visual).
+    """
+
+    def __init__(self, class_names: list[str], threshold: float = 0.5, exclusive: bool = True) -> None:
+        self.class_names = list(class_names)
+        self.threshold = threshold
+        self.exclusive = exclusive
+        self._open: dict[tuple[str, int], _OpenEvent] = {}
+
+    def reset(self) -> None:
+        """Forget open events (a new stream)."""
+        self._open.clear()
+
+    def _active(self, probs: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        if "audio" not in probs:  # AVEL: one audio-visual head
+            return {"av": (probs["av"] >= self.threshold, probs["av"])}
+        on_a, on_v = probs["audio"] >= self.threshold, probs["visual"] >= self.threshold
+        both = on_a & on_v
+        if self.exclusive:
+            return {"av": (both, probs["av"]), "audio": (on_a & ~both, probs["audio"]),
+                    "visual": (on_v & ~both, probs["visual"])}
+        return {"av": (both, probs["av"]), "audio": (on_a, probs["audio"]), "visual": (on_v, probs["visual"])}
+
+    def update(self, t: int, probs: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+        """Feed second ``t`` (probabilities of shape (C,)); returns the events that ended before ``t``."""
+        closed: list[dict[str, Any]] = []
+        for mod, (on, score) in self._active(probs).items():
+            for c in range(len(self.class_names)):
+                key = (mod, c)
+                ev = self._open.get(key)
+                if on[c]:
+                    if ev is None:
+                        ev = self._open[key] = _OpenEvent(start=t, last=t)
+                    ev.last = t
+                    ev.scores.append(float(score[c]))
+                elif ev is not None:
+                    closed.append(self._emit(key, self._open.pop(key)))
+        return sorted(closed, key=lambda e: (e["start"], e["label"]))
+
+    def flush(self) -> list[dict[str, Any]]:
+        """Close every open event (end of stream)."""
+        closed = [self._emit(k, ev) for k, ev in self._open.items()]
+        self._open.clear()
+        return sorted(closed, key=lambda e: (e["start"], e["label"]))
+
+    def open_events(self) -> list[dict[str, Any]]:
+        """Events still running, with ``end`` the end of the last positive second (for live display)."""
+        return [self._emit(k, ev) for k, ev in self._open.items()]
+
+    def _emit(self, key: tuple[str, int], ev: _OpenEvent) -> dict[str, Any]:
+        mod, c = key
+        return {"label": self.class_names[c], "modality": MODALITY_NAMES[mod], "start": float(ev.start),
+                "end": float(ev.last + 1), "confidence": round(float(np.mean(ev.scores)), 4)}
+
+
+def merge_events(probs: dict[str, np.ndarray], class_names: list[str], threshold: float = 0.5,
+                 exclusive: bool = True) -> list[dict[str, Any]]:
+    """Events of a whole clip from (T, C) probabilities, with the same causal merger as live use."""
+    merger = EventMerger(class_names, threshold, exclusive)
+    seconds = next(iter(probs.values())).shape[0]
+    events: list[dict[str, Any]] = []
+    for t in range(seconds):
+        events += merger.update(t, {k: v[t] for k, v in probs.items() if not k.startswith("future_")})
+    return sorted(events + merger.flush(), key=lambda e: (e["start"], e["label"], e["modality"]))
+
+
+# --------------------------------------------------------------------------------------------------
+# Live: a ring buffer of the last Lc seconds
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StepResult:
+    """Output for one second: probabilities (C,) per modality, anticipation (Lf, C), finished events."""
+
+    time: int
+    audio: np.ndarray | None
+    visual: np.ndarray | None
+    av: np.ndarray
+    future: dict[str, np.ndarray]
+    events: list[dict[str, Any]]
+
+
+class OnlineParser:
+    """Live PreFM: keeps the last ``Lc`` seconds (or 64 CLAP rows), runs the model once per second."""
+
+    def __init__(self, model: PreFM, threshold: float = 0.5, exclusive: bool = True) -> None:
+        self.model = model.eval()
+        self.config = model.config
+        names = self.config.class_names or [f"class_{i}" for i in range(self.config.num_classes)]
+        self.merger = EventMerger(names, threshold, exclusive)
+        self.reset()
+
+    def reset(self) -> None:
+        c = self.config
+        rows = 64 if c.audio_rate == "clap_maps" else c.Lc
+        self._audio: deque[np.ndarray] = deque([np.zeros(c.audio_dim, np.float32)] * rows, maxlen=rows)
+        self._visual: deque[np.ndarray] = deque([np.zeros(c.visual_dim, np.float32)] * c.Lc, maxlen=c.Lc)
+        self._st: deque[np.ndarray] | None = None
+        if c.st_dim is not None:
+            self._st = deque([np.zeros(c.st_dim, np.float32)] * c.Lc, maxlen=c.Lc)
+        self.merger.reset()
+        self.t = 0
+
+    @torch.no_grad()
+    def step(self, audio_feat: np.ndarray, visual_feat: np.ndarray, st_feat: np.ndarray | None = None) -> StepResult:
+        """Push one second. 1 fps: ``audio_feat`` (Da,); CLAP maps: the rows of this second, (k, Da)
+        with k = int(6.4 (t+1)) - int(6.4 t). ``visual_feat`` (Dv,), ``st_feat`` (Dst,) when used."""
+        c = self.config
+        audio_feat, visual_feat = _as_float(audio_feat), _as_float(visual_feat)
+        if c.audio_rate == "clap_maps":
+            lo, hi = clap_frame_bounds(self.t)
+            if audio_feat.ndim != 2 or audio_feat.shape != (hi - lo, c.audio_dim):
+                raise ValueError(f"second {self.t} needs CLAP rows of shape {(hi - lo, c.audio_dim)}, got {audio_feat.shape}")
+            self._audio.extend(audio_feat)
+        else:
+            if audio_feat.shape != (c.audio_dim,):
+                raise ValueError(f"audio feature must have shape ({c.audio_dim},), got {audio_feat.shape}")
+            self._audio.append(audio_feat)
+        if visual_feat.shape != (c.visual_dim,):
+            raise ValueError(f"visual feature must have shape ({c.visual_dim},), got {visual_feat.shape}")
+        self._visual.append(visual_feat)
+        st = None
+        if self._st is not None:
+            st_feat = _as_float(st_feat)
+            if st_feat is None or st_feat.shape != (c.st_dim,):
+                raise ValueError(f"this model needs an st feature of shape ({c.st_dim},)")
+            self._st.append(st_feat)
+            st = torch.from_numpy(np.stack(self._st))[None]
+        device = next(self.model.parameters()).device
+        out = self.model(torch.from_numpy(np.stack(self._audio))[None].to(device),
+                         torch.from_numpy(np.stack(self._visual))[None].to(device),
+                         st.to(device) if st is not None else None)
+        current, future = _split_outputs(self.model, out.logits, c.Lc - 1)
+        current = {k: v[0] for k, v in current.items()}
+        events = self.merger.update(self.t, current)
+        result = StepResult(time=self.t, audio=current.get("audio"), visual=current.get("visual"), av=current["av"],
+                            future={k: v[0] for k, v in future.items()}, events=events)
+        self.t += 1
+        return result
+
+    def finish(self) -> list[dict[str, Any]]:
+        """End of stream: close the events still open."""
+        return self.merger.flush()
+
+
+# --------------------------------------------------------------------------------------------------
+# Checkpoints: one .pt file, state dict + config dict + metadata, loadable with weights_only=True
+# --------------------------------------------------------------------------------------------------
+
+
+def save_checkpoint(path: str | Path, model: PreFM, config: PreFMConfig, meta: dict[str, Any] | None = None) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"format": CHECKPOINT_FORMAT, "config": config.to_dict(),
+               "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+               "meta": dict(meta or {})}
+    torch.save(payload, path)
+    return path
+
+
+def load_checkpoint(path: str | Path, map_location: str = "cpu") -> tuple[PreFM, PreFMConfig, dict[str, Any]]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # a corrupt file or a pickle with objects weights_only refuses
+        raise ValueError(f"{path}: not a loadable PreFM checkpoint ({type(exc).__name__})") from exc
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: not a {CHECKPOINT_FORMAT} checkpoint")
+    config = PreFMConfig.from_dict(payload["config"])
+    model = PreFM(config)
+    model.load_state_dict(payload["state_dict"])
+    model.eval()
+    return model, config, dict(payload.get("meta", {}))

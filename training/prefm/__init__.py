@@ -1,0 +1,1 @@
+"""Training, data loading and evaluation for PreFM (see docs/prefm.md)."""
