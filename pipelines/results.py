@@ -64,6 +64,8 @@ def second_record(parsed: dict) -> dict:
     vis = parsed.get("visual") or {}
     record = {"t": parsed["start"], "speech": round(float(parsed.get("speech_prob", 0.0)), 2),
               "audio_tags": dict(list((parsed.get("tags") or {}).items())[:3])}
+    if parsed.get("anticipation"):
+        record["anticipation"] = parsed["anticipation"]
     if vis:
         record.update({"persons": vis.get("persons", 0), "objects": vis.get("objects", {}),
                        "faces": vis.get("faces", 0), "motion": vis.get("motion"),

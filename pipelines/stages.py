@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from app.errors import BadInput
 from models.audio.asr import FasterWhisperRecognizer, SpeechRecognizer
 from models.audio.vad import RATE, StreamingVAD
 from pipelines.events import EventTracker
@@ -39,6 +41,9 @@ class StageConfig:
     visual: bool = True
     yolo_size: int = 416
     visual_min_score: float = 0.4
+    events_model: str = "auto"  # "prefm" (LLP classes), "tags" (AudioSet/COCO labels), "auto": prefm if shipped
+    prefm_checkpoint: str | None = None
+    prefm_threshold: float = 0.5
     safety: bool = True
     safety_threshold: float | None = None  # None: the monitor's default (see docs/safety.md)
     judge_url: str | None = None
@@ -135,6 +140,9 @@ class VisualStage:
     """What one second shows: objects (YOLOv3-tiny), people and pose, faces, motion, cuts, camera trouble."""
 
     def __init__(self, config: StageConfig):
+        import os
+
+        os.environ.setdefault("GLOG_minloglevel", "2")  # MediaPipe's C++ logging would flood the terminal
         from models.encoders.visual import VisualAnalyzer, VisualConfig
 
         self.config = config
@@ -152,12 +160,40 @@ class VisualStage:
                 "available": True}
 
 
+PREFM_CHECKPOINT = Path(__file__).resolve().parents[1] / "models" / "prefm" / "checkpoints" / "embedded_llp.pt"
+
+
+def prefm_checkpoint(config: StageConfig) -> Path | None:
+    """The PreFM checkpoint the parser should use, or None for tag-based events; BadInput if asked for and missing."""
+    path = Path(config.prefm_checkpoint) if config.prefm_checkpoint else PREFM_CHECKPOINT
+    if config.events_model == "tags":
+        return None
+    if not path.is_file():
+        if config.events_model == "prefm" or config.prefm_checkpoint:
+            raise BadInput(f"no PreFM checkpoint at {path}: train one with `foresight train prefm` or use --events tags")
+        return None
+    return path
+
+
 class ParserStage:
-    """Turns per-second stage outputs into events: sound tags, speech spans and detected objects."""
+    """Turns per-second stage outputs into events.
+
+    With a PreFM checkpoint (the default when one is shipped) events are PreFM's online LLP-class audio, visual
+    and audio-visual events, with the model's anticipation of the next seconds; otherwise sound tags and
+    detected objects are merged into events. Speech spans always come from the VAD.
+    """
 
     def __init__(self, config: StageConfig):
         self.config = config
         self.tracker = EventTracker(max_gap=1)
+        self.prefm = None
+        path = prefm_checkpoint(config)
+        if path is not None:
+            from models.prefm.online import OnlineParser, load_checkpoint
+
+            model, _, _ = load_checkpoint(path)
+            self.prefm = OnlineParser(model, threshold=config.prefm_threshold)
+        self.t0: float | None = None
 
     def _labels(self, tags: dict[str, float], visual: dict | None) -> dict[tuple[str, str], float]:
         kept = [(name, p) for name, p in tags.items() if name not in IGNORED_TAGS and p >= self.config.tag_threshold]
@@ -173,21 +209,56 @@ class ParserStage:
                 labels[(name.capitalize(), "visual")] = round(score, 3)
         return labels
 
+    def _prefm_step(self, seg_meta: dict, audio: dict, visual: dict | None) -> tuple[list[dict], dict]:
+        """One PreFM step (zero vectors for seconds a live gap lost); events and anticipation on the stream clock."""
+        c = self.prefm.config
+        if self.t0 is None:
+            self.t0 = float(seg_meta["start"])
+        target = int(round(seg_meta["start"] - self.t0))
+        zeros_a, zeros_v = np.zeros(c.audio_dim, np.float32), np.zeros(c.visual_dim, np.float32)
+        events: list[dict] = []
+        while self.prefm.t < target:
+            events += self.prefm.step(zeros_a, zeros_v).events
+        a = audio.get("vector") if audio.get("available") else None
+        v = (visual or {}).get("vector") if (visual or {}).get("available") else None
+        out = self.prefm.step(zeros_a if a is None else a, zeros_v if v is None else v)
+        events += out.events
+        names = c.class_names or []
+        expected = []
+        for mod, probs in out.future.items():  # the most likely labels over the next Lf seconds
+            peak = probs.max(axis=0)
+            expected += [(float(peak[i]), f"{names[i]} ({mod})") for i in np.flatnonzero(peak >= self.config.prefm_threshold)]
+        anticipation = {name: round(p, 3) for p, name in sorted(expected, reverse=True)[:5]}
+        return [self._shift(e) for e in events], anticipation
+
+    def _shift(self, event: dict) -> dict:
+        return {**event, "start": round(event["start"] + self.t0, 2), "end": round(event["end"] + self.t0, 2)}
+
     def process(self, seg_meta: dict, speech: dict, audio: dict, visual: dict | None = None) -> dict:
         vis = (visual or {}).get("visual")
-        closed = self.tracker.update(seg_meta["start"], seg_meta["end"], self._labels(audio.get("tags", {}), vis))
+        anticipation: dict = {}
+        if self.prefm is not None:
+            closed_dicts, anticipation = self._prefm_step(seg_meta, audio, visual)
+            closed = []
+        else:
+            closed_dicts = []
+            closed = self.tracker.update(seg_meta["start"], seg_meta["end"], self._labels(audio.get("tags", {}), vis))
         for a, b in speech["spans"]:
             closed.append(self.tracker.add_span("Speech", "audio", a, b, max(speech["speech_prob"], 0.5)))
         active = [e.to_dict() for e in self.tracker.open.values()]
+        if self.prefm is not None:
+            active += [self._shift(e) for e in self.prefm.merger.open_events()]
         return {**seg_meta, "speech_prob": speech["speech_prob"], "tags": audio.get("tags", {}),
-                "level_db": audio.get("level_db"), "visual": vis, "events_closed": [e.to_dict() for e in closed],
-                "events_active": active, "transcript": speech["transcript"]}
+                "level_db": audio.get("level_db"), "visual": vis,
+                "events_closed": closed_dicts + [e.to_dict() for e in closed], "events_active": active,
+                "anticipation": anticipation, "transcript": speech["transcript"]}
 
     def finish(self, speech: dict) -> dict:
         closed = self.tracker.finish()
+        prefm_events = [self._shift(e) for e in self.prefm.finish()] if self.prefm is not None and self.t0 is not None else []
         for a, b in speech["spans"]:
             closed.append(self.tracker.add_span("Speech", "audio", a, b, 0.5))
-        return {"index": None, "final": True, "events_closed": [e.to_dict() for e in closed],
+        return {"index": None, "final": True, "events_closed": prefm_events + [e.to_dict() for e in closed],
                 "transcript": speech["transcript"], "tags": {}, "speech_prob": 0.0}
 
 

@@ -11,11 +11,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.errors import BadInput
 from pipelines.analyze import AnalyzeOptions, analyze_inline
+from pipelines.grounding import GroundingConfig
 from pipelines.store import Store
 
 
@@ -46,9 +47,26 @@ def ground_queries(result: dict, queries: list[str], top_k: int = 3) -> list[dic
     return moments
 
 
+def resolve_grounder(checkpoint: str | Path | None) -> str | None:
+    """The grounding checkpoint queries use: the configured one (which must exist), else the shipped default
+    when it has been built, else None (queries are then answered by text matching)."""
+    from pipelines.grounding import checkpoint_path
+
+    try:
+        return str(checkpoint_path(str(checkpoint) if checkpoint else None))
+    except BadInput:
+        if checkpoint:
+            raise FileNotFoundError(f"no grounding checkpoint at {checkpoint}") from None
+        return None
+
+
 def analyze_job(path: str, name: str, queries: list[str], options: AnalyzeOptions, db_path: str,
-                job_id: str) -> tuple[dict | None, str | None]:
-    """Ray task body: analyze one upload, writing progress to the store; a bad file is an error, not a crash."""
+                job_id: str, grounder: str | None = None) -> tuple[dict | None, str | None]:
+    """Ray task body: analyze one upload, writing progress to the store; a bad file is an error, not a crash.
+
+    Queries go through the pipeline's grounding stage (as `foresight analyze --query`) when a grounding
+    checkpoint exists, otherwise they are matched against the result's transcript and event labels.
+    """
     store = Store(db_path)
     last = [0.0]
 
@@ -60,9 +78,11 @@ def analyze_job(path: str, name: str, queries: list[str], options: AnalyzeOption
 
     try:
         store.update_job(job_id, status="running", progress=0.0)
+        if queries and grounder:
+            options = replace(options, grounding=GroundingConfig(queries=list(queries), checkpoint=grounder))
         result = analyze_inline(path, options, progress)
         result["source"] = name
-        if queries:
+        if queries and not grounder:
             result["moments"] = ground_queries(result, queries)
         return result, None
     except BadInput as exc:
@@ -77,8 +97,9 @@ class JobManager:
     """Holds queued jobs, keeps at most `parallel` Ray tasks running, and records what they return."""
 
     def __init__(self, store: Store, db_path: Path, options: AnalyzeOptions, max_queue: int,
-                 parallel: int | None = None, keep_uploads: bool = False):
+                 parallel: int | None = None, keep_uploads: bool = False, grounder: str | Path | None = None):
         self.store = store
+        self.grounder = resolve_grounder(grounder)
         self.db_path = str(db_path)
         self.options = options
         self.max_queue = max_queue
@@ -137,7 +158,7 @@ class JobManager:
                 while self.pending and len(self.running) < self.parallel:
                     job = self.pending.popleft()
                     ref = self._task.remote(str(job.path), job.name, job.queries, self.options, self.db_path,
-                                            job.job_id)
+                                            job.job_id, self.grounder)
                     self.running[ref] = job
                 if not self.running:
                     self._cond.wait(0.5)

@@ -1,5 +1,5 @@
 """Server-sent events framing for a stream's feed: one SSE event per detected event, transcript line, alert
-and moment, plus a `tick` per analysed second (time, sound tags) so clients can draw a clock."""
+and moment, plus a `tick` per analysed second (time, sound tags, visual detections) for a live view."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ def feed_item_frames(seq: int, item: dict) -> list[str]:
     for kind, key in (("event", "events"), ("transcript", "transcript"), ("alert", "alerts"), ("moment", "moments")):
         for row in item.get(key) or []:
             out.append(frame(kind, {"time": item.get("time"), **row}))
-    tags = item.get("tags") or {}
-    out.append(frame("tick", {"time": item.get("time"), "tags": tags}, event_id=seq))
+    out.append(frame("tick", {"time": item.get("time"), "tags": item.get("tags") or {}, "visual": item.get("visual")},
+                     event_id=seq))
     return out
 
 
