@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,6 +60,8 @@ class RtspServer:
         self.clip = clip
         self.client_port = free_port()
         self.source_port = free_port()
+        # Each server relays RTP on its own port range, so servers left by other runs cannot steal the packets.
+        self.rtp_start_port = random.randrange(20_000, 60_000, 20)
         self.procs: list[subprocess.Popen] = []
 
     @property
@@ -67,16 +71,17 @@ class RtspServer:
     def start(self) -> None:
         server = subprocess.Popen(
             ["rtsp-server-perl", "--clientport", str(self.client_port), "--serverport", str(self.source_port),
-             "--client_listen_address", "127.0.0.1", "--source_listen_address", "127.0.0.1"],
+             "--client_listen_address", "127.0.0.1", "--source_listen_address", "127.0.0.1",
+             "--rtp_start_port", str(self.rtp_start_port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         self.procs.append(server)
+        # Wait for the listening socket without connecting to it: a connection that closes makes the server
+        # tidy up and fall back to its default RTP ports, which servers left by other runs may hold.
         deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.source_port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        while time.time() < deadline and not any(
+                c.laddr.port == self.source_port and c.status == psutil.CONN_LISTEN
+                for c in psutil.net_connections("tcp4")):
+            time.sleep(0.1)
         pusher = subprocess.Popen(
             ["ffmpeg", "-nostdin", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", str(self.clip),
              "-c", "copy", "-f", "rtsp", f"rtsp://127.0.0.1:{self.source_port}/live"],
