@@ -29,17 +29,20 @@ def main() -> None:
     args = ap.parse_args()
     clip = long_clip(args.minutes)
     decode = timed(["ffmpeg", "-nostdin", "-v", "error", "-i", str(clip), "-f", "null", "-"])
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "r.json"
-        wall = timed([sys.executable, "-m", "app.cli", "analyze", str(clip), "--out", str(out), "-q"])
-        result = json.loads(out.read_text())
-    print(f"clip: {clip.name} ({result['duration_s']:.0f} s)")
-    print(f"bare decode (ffmpeg -f null): {decode:.1f} s")
-    print(f"foresight analyze (process wall, Ray start and model loading included): {wall:.1f} s")
-    print(f"  of which pipeline wall: {result['timings']['wall_s']:.1f} s; events {len(result['events'])}, "
-          f"transcript segments {len(result['transcript'])}")
-    print(f"ratio analyze / decode = {wall / decode:.2f}  (target <= 2.0)")
-    print(f"ratio pipeline / decode = {result['timings']['wall_s'] / decode:.2f}")
+    print(f"clip: {clip.name}; bare decode (ffmpeg -f null): {decode:.1f} s")
+    configs = {"speech + audio tags (issue 2 target <= 2.0)": ["--no-visual", "--no-safety", "--events", "tags"],
+               "full embedded stack (visual perception, PreFM if shipped, safety)": []}
+    for name, flags in configs.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "r.json"
+            wall = timed([sys.executable, "-m", "app.cli", "analyze", str(clip), "--out", str(out), "-q", *flags])
+            result = json.loads(out.read_text())
+        print(f"{name}:")
+        print(f"  foresight analyze {wall:.1f} s (process wall: Ray start and model loading included), pipeline "
+              f"{result['timings']['wall_s']:.1f} s; {len(result['events'])} events, "
+              f"{len(result['transcript'])} transcript segments")
+        print(f"  ratio analyze / decode = {wall / decode:.2f}; pipeline / decode = "
+              f"{result['timings']['wall_s'] / decode:.2f}")
 
 
 if __name__ == "__main__":
