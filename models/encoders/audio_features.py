@@ -15,6 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from models.encoders.base import public_fields
+
 RATE = 16_000
 N_FFT = 400
 HOP = 160
@@ -121,9 +123,4 @@ class AudioFeatures:
         vec[:] = np.concatenate([result["_probs"], mel.mean(0), mel.std(0), speech_part, [level]]).astype(np.float32)
         return vec
 
-    @staticmethod
-    def readable(result: dict | None) -> dict | None:
-        """Builtins only, for the result JSON."""
-        if result is None:
-            return None
-        return {k: v for k, v in result.items() if not k.startswith("_")}
+    readable = staticmethod(public_fields)

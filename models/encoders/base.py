@@ -54,6 +54,13 @@ class Encoder(Protocol):
         """Both modalities of one second, with availability flags (and detections where the encoder has them)."""
 
 
+def public_fields(result: dict | None) -> dict | None:
+    """A per-second analysis without its internal arrays (keys starting with `_`): builtins only, for JSON."""
+    if result is None:
+        return None
+    return {k: v for k, v in result.items() if not k.startswith("_")}
+
+
 def encode_segment(encoder: Encoder, segment) -> SecondFeatures:
     """Encode a `pipelines.segment.Segment` (anything with frames, frame_times, audio, start, index)."""
     return encoder.encode_second(list(segment.frames), list(segment.frame_times) or None, segment.audio,

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from app.errors import BadInput
+from models.encoders.base import public_fields
 
 # MediaPipe pose landmark indices used for posture and body centre.
 L_SHOULDER, R_SHOULDER, L_HIP, R_HIP, L_KNEE, R_KNEE = 11, 12, 23, 24, 25, 26
@@ -396,12 +397,7 @@ class VisualAnalyzer:
         vec[:] = np.concatenate([np.asarray(p, np.float32).reshape(-1) for p in parts])
         return vec
 
-    @staticmethod
-    def readable(result: dict | None) -> dict | None:
-        """The result without internal arrays: builtins only, ready for the result JSON."""
-        if result is None:
-            return None
-        return {k: v for k, v in result.items() if not k.startswith("_")}
+    readable = staticmethod(public_fields)
 
     def close(self) -> None:
         for part in (self.pose, self.faces):
