@@ -127,6 +127,20 @@ def cmd_demo_clip(args) -> int:
     return EXIT_OK
 
 
+# Subcommands whose own argparse lives with the code they run; the rest of the command line is theirs.
+DELEGATED = {
+    "serve": ("app.server:serve_main", "the REST API (FastAPI on uvicorn; see docs/api.md)"),
+    "dashboard": ("ui.launch:dashboard_main", "the Streamlit dashboard"),
+}
+
+
+def cmd_delegated(args) -> int:
+    import importlib
+
+    module, func = DELEGATED[args.command][0].split(":")
+    return int(getattr(importlib.import_module(module), func)(args.rest) or 0)
+
+
 # `foresight train NAME ...` / `foresight eval NAME ...` hand the rest of the command line to these.
 TRAIN_EVAL = {
     ("train", "prefm"): "training.prefm.cli:train_main",
@@ -134,6 +148,7 @@ TRAIN_EVAL = {
     ("train", "grounding"): "training.trisense.cli:train_main",
     ("eval", "grounding"): "training.trisense.cli:eval_main",
     ("eval", "safety"): "models.safety.cli:eval_main",
+    ("train", "corpus"): "training.corpus.cli:build_main",
 }
 
 
@@ -177,7 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
     _stage_args(p)
     p.set_defaults(func=cmd_batch)
 
-    for verb, what in (("train", "train a model"), ("eval", "evaluate a model")):
+    for name, (_, what) in DELEGATED.items():
+        p = sub.add_parser(name, help=f"{what} (see `foresight {name} --help`)", add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(func=cmd_delegated)
+
+    for verb, what in (("train", "train a model or build a corpus"), ("eval", "evaluate a model")):
         names = sorted(name for v, name in TRAIN_EVAL if v == verb)
         p = sub.add_parser(verb, help=f"{what}: {', '.join(names)} (see `foresight {verb} NAME --help`)",
                            add_help=False)
@@ -191,9 +211,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _delegate(argv: list[str]) -> argparse.Namespace | None:
+    """`serve`, `dashboard`, `train NAME`, `eval NAME`: everything after the name goes to the delegate as is
+    (argparse's REMAINDER would swallow or reject a leading `--help`)."""
+    if argv and argv[0] in DELEGATED:
+        return argparse.Namespace(command=argv[0], rest=argv[1:], func=cmd_delegated, debug=False)
+    if len(argv) >= 2 and (argv[0], argv[1]) in TRAIN_EVAL:
+        return argparse.Namespace(command=argv[0], model=argv[1], rest=argv[2:], func=cmd_train_eval, debug=False)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _delegate(argv) or build_parser().parse_args(argv)
     debug = args.debug or os.environ.get("FORESIGHT_DEBUG") == "1"
     try:
         return args.func(args)

@@ -238,7 +238,6 @@ class SegmentReader:
                 raise BadInput(f"{self.spec.name}: cannot decode ({' '.join(str(exc).split())[:160]})") from None
             self.stats.warnings.append(f"decoding stopped early at {seg.last_time:.1f} s: {exc}")
         finally:
-            self.stats.frames_decoded += decoder.frames_decoded
             self.stats.decode_errors += decoder.decode_errors
             container.close()
         for s in seg.flush(final=True):
@@ -247,7 +246,9 @@ class SegmentReader:
             raise BadInput(f"{self.spec.name}: no decodable audio or video")
 
     def _pump(self, decoder: MediaDecoder, seg: Segmenter) -> None:
+        base = self.stats.frames_decoded
         for item in decoder:
+            self.stats.frames_decoded = base + decoder.frames_decoded  # live count for progress and health
             if self._stop.is_set():
                 return
             for s in seg.push(item):
@@ -301,9 +302,7 @@ class SegmentReader:
                 self.stats.last_error = " ".join(str(exc).split())[:200]
                 ended_cleanly = False
             finally:
-                self.stats.frames_decoded += decoder.frames_decoded
                 self.stats.decode_errors += decoder.decode_errors
-                decoder.frames_decoded = decoder.decode_errors = 0
                 try:
                     container.close()
                 except Exception:  # closing a broken network container can fail; nothing to recover

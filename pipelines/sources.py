@@ -70,8 +70,12 @@ def parse_source(uri: str, rtsp_transport: str = "tcp", live: bool | None = None
             raise BadInput(f"no such video device: {uri}")
         return SourceSpec(uri, SourceKind.DEVICE, True if live is None else live, format="v4l2")
     path = Path(uri).expanduser()
-    if not path.exists():
-        raise BadInput(f"no such file: {uri}")
+    try:
+        exists = path.exists()
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise BadInput(f"not a usable path: {_one_line(exc)}") from None
+    if not exists:
+        raise BadInput(f"no such file: {uri[:200]}")
     if path.is_dir():
         raise BadInput(f"{uri} is a directory (use `foresight batch` for folders)")
     if not path.is_file():

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-APT_PACKAGES=(ffmpeg espeak-ng sox sound-theme-freedesktop rtsp-server-perl)
+APT_PACKAGES=(ffmpeg espeak-ng sox sound-theme-freedesktop rtsp-server-perl chromium)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

@@ -1,1 +1,1 @@
-"""Foresight: ui package."""
+"""The Streamlit dashboard (`foresight dashboard`): sources, timeline, transcript, alerts, search, health."""

@@ -1,0 +1,205 @@
+"""The REST API against a real uvicorn server on loopback: uploads, jobs, limits, search, metrics, live feed."""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from pipelines.results import stable_view
+from tests.api_server import ApiServer, wait_job
+from tests.conftest import free_port, run_cli
+
+KEY = "test-key-123"
+MAX_QUEUE = 10
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("api")
+    srv = ApiServer(folder / "f.db", free_port(), "--max-upload-mb", "3", "--max-duration", "120",
+                    "--max-queue", str(MAX_QUEUE), api_key=KEY)
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def short_clip(media_dir):
+    """A 4-second clip: two seconds of a tone, then silence (fast to analyse, for the concurrency tests)."""
+    import numpy as np
+
+    from pipelines.synth import RATE, ClipSpec, tone, write_clip
+
+    path = media_dir / "short.mp4"
+    audio = np.concatenate([tone(880, 2.0), np.zeros(2 * RATE, np.float32)])
+    write_clip(path, ClipSpec(4.0, 10, 160, 120, lambda t: np.full((120, 160, 3), int(40 * t), np.uint8), audio))
+    return path
+
+
+def upload(client: httpx.Client, path, name: str | None = None, ctype: str = "video/mp4", queries=()):
+    files = {"file": (name or path.name, path.read_bytes(), ctype)}
+    return client.post("/v1/analyze", files=files, data={"query": list(queries)} if queries else None)
+
+
+@pytest.mark.slow
+def test_upload_poll_result_equals_cli(server, demo_clip, tmp_path):
+    path, truth = demo_clip
+    with server.client() as c:
+        r = upload(c, path)
+        assert r.status_code == 202, r.text
+        job_id = r.json()["job_id"]
+        seen = [c.get(f"/v1/jobs/{job_id}").json()]
+        while seen[-1]["status"] not in ("done", "failed"):
+            time.sleep(0.2)
+            seen.append(c.get(f"/v1/jobs/{job_id}").json())
+        assert seen[-1]["status"] == "done", seen[-1]
+        progresses = [s["progress"] for s in seen]
+        assert progresses == sorted(progresses) and progresses[-1] == 1.0
+        result = c.get(f"/v1/jobs/{job_id}/result").json()
+    out = tmp_path / "cli.json"
+    proc = run_cli("analyze", str(path), "--out", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    cli = json.loads(out.read_text())
+    assert stable_view(result) == stable_view(cli)
+    assert result["source"] == "demo.mp4" and result["duration_s"] == pytest.approx(truth.duration_s, abs=0.1)
+    assert any(e["label"] == "Speech" for e in result["events"]) and result["transcript"]
+
+
+@pytest.mark.slow
+def test_queries_ground_moments_and_search_finds_them(server, demo_clip):
+    path, truth = demo_clip
+    with server.client() as c:
+        r = upload(c, path, queries=["telephone ringing"])
+        job = wait_job(c, r.json()["job_id"])
+        assert job["status"] == "done"
+        result = c.get(f"/v1/jobs/{job['job_id']}/result").json()
+        top = result["moments"][0]
+        assert top["query"] == "telephone ringing"
+        assert top["start"] < truth.phone[1] + 1 and top["end"] > truth.phone[0] - 1  # overlaps the real ring
+        if top.get("method") == "text-match":  # no grounding checkpoint built: matched on the sound-tag label
+            assert top["modality_weights"]["audio"] == 1.0
+        r = c.post("/v1/search", json={"query": "check the front door", "top_k": 3, "job_ids": [job["job_id"]]})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["method"] == "text-match"
+        best = body["moments"][0]
+        assert best["kind"] == "speech" and "door" in best["text"].lower() and best["job_id"] == job["job_id"]
+        assert c.post("/v1/search", json={"query": "   "}).status_code == 422
+
+
+@pytest.mark.slow
+def test_bad_uploads_get_4xx_with_a_reason(server, tmp_path, demo_clip):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a video at all\n" * 20)
+    fake = tmp_path / "fake.mp4"
+    fake.write_bytes(b"\x00\x01garbage" * 500)
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    big = tmp_path / "big.mp4"
+    big.write_bytes(demo_clip[0].read_bytes() * 3)  # ~3.9 MB > the 3 MB limit
+    with server.client() as c:
+        cases = {
+            "empty": (upload(c, empty), 400, "empty"),
+            "not a video": (upload(c, fake), 422, "not a readable media file"),
+            "text as video": (upload(c, text, name="notes.mp4"), 422, "not a readable media file"),
+            "wrong content type": (upload(c, text, ctype="text/plain"), 415, "content type text/plain"),
+            "too large": (upload(c, big), 413, "larger than the limit"),
+            "no file part": (c.post("/v1/analyze", data={"query": "x"}, files={"other": ("a", b"1")}), 422,
+                             "missing the multipart file part"),
+            "not multipart": (c.post("/v1/analyze", content=b"abc", headers={"content-type": "video/mp4"}), 415,
+                              "multipart/form-data"),
+        }
+        for name, (resp, status, reason) in cases.items():
+            assert resp.status_code == status, (name, resp.status_code, resp.text)
+            assert reason in resp.json()["detail"], (name, resp.text)
+        assert c.get("/v1/jobs/nope").status_code == 404
+    # The API key is enforced on /v1 but not on probes.
+    assert httpx.post(server.url + "/v1/search", json={"query": "x"}).status_code == 401
+    assert httpx.get(server.url + "/v1/jobs/x", headers={"Authorization": f"Bearer {KEY}"}).status_code == 404
+    assert httpx.get(server.url + "/healthz").status_code == 200
+    assert not list((server_dir(server) / "uploads").rglob("*.mp4"))  # rejected uploads leave nothing behind
+
+
+def server_dir(server: ApiServer):
+    from pathlib import Path
+    return Path(server.log.name).parent
+
+
+@pytest.mark.slow
+def test_eight_concurrent_uploads_all_finish(server, short_clip):
+    def one(i: int) -> dict:
+        with server.client() as c:
+            r = upload(c, short_clip, name=f"clip{i}.mp4")
+            assert r.status_code == 202, r.text
+            return wait_job(c, r.json()["job_id"])
+
+    with ThreadPoolExecutor(8) as pool:
+        jobs = list(pool.map(one, range(8)))
+    assert [j["status"] for j in jobs] == ["done"] * 8
+    assert sorted(j["source"] for j in jobs) == [f"clip{i}.mp4" for i in range(8)]
+    with server.client() as c:
+        results = [c.get(f"/v1/jobs/{j['job_id']}/result").json() for j in jobs]
+        metrics = c.get("/metrics").text
+    assert len({json.dumps(stable_view({**r, "source": ""}), sort_keys=True) for r in results}) == 1
+    assert 'foresight_jobs_finished_total{status="done"}' in metrics
+    assert "foresight_job_seconds_count" in metrics
+
+
+@pytest.mark.slow
+def test_full_queue_answers_429(server, short_clip):
+    n = MAX_QUEUE + 6
+    with ThreadPoolExecutor(n) as pool:
+        responses = list(pool.map(lambda i: upload(httpx.Client(base_url=server.url, headers=server.headers,
+                                                                timeout=60), short_clip), range(n)))
+    codes = [r.status_code for r in responses]
+    assert set(codes) <= {202, 429} and codes.count(429) >= 1 and codes.count(202) >= 1, codes
+    refused = next(r for r in responses if r.status_code == 429)
+    assert "queue is full" in refused.json()["detail"] and refused.headers["retry-after"] == "5"
+    with server.client() as c:
+        done = [wait_job(c, r.json()["job_id"]) for r in responses if r.status_code == 202]
+    assert all(j["status"] == "done" for j in done)
+
+
+@pytest.mark.slow
+def test_stream_feed_delivers_live_events_from_rtsp(server, rtsp_server):
+    with server.client() as c:
+        assert c.post("/v1/streams", json={"source": "/etc/passwd"}).status_code == 400
+        r = c.post("/v1/streams", json={"source": rtsp_server.url, "rtsp_transport": "udp"})
+        assert r.status_code == 201, r.text
+        stream = r.json()
+        kinds, received, deadline = set(), [], time.time() + 120
+        with c.stream("GET", stream["events_url"], timeout=httpx.Timeout(10, read=90)) as feed:
+            assert feed.headers["content-type"].startswith("text/event-stream")
+            event = None
+            for line in feed.iter_lines():
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: "):
+                    kinds.add(event)
+                    received.append((event, json.loads(line[6:])))
+                    if {"tick", "event", "transcript"} <= kinds or time.time() > deadline:
+                        break
+        assert received[0][0] == "hello" and received[0][1]["status"] == "running"
+        assert {"tick", "event", "transcript"} <= kinds, (kinds, server.tail())
+        ev = next(d for k, d in received if k == "event")
+        assert ev["modality"] in ("audio", "visual", "audio-visual") and ev["end"] > ev["start"]
+        info = c.get(f"/v1/streams/{stream['id']}").json()
+        assert info["status"] == "running" and info["health"]["health"] == "live"
+        metrics = c.get("/metrics").text
+        segments = [ln for ln in metrics.splitlines()
+                    if ln.startswith("foresight_stream_segments_total") and f'stream="{stream["id"]}"' in ln]
+        assert segments and float(segments[0].split()[-1]) > 0, metrics
+        assert "foresight_stream_latency_seconds" in metrics
+        gone = c.delete(f"/v1/streams/{stream['id']}")
+        assert gone.status_code == 200 and gone.json()["status"] == "stopped"
+        assert c.get(f"/v1/streams/{stream['id']}").status_code == 404
+        job = c.get(f"/v1/jobs/{stream['job_id']}").json()
+        assert job["kind"] == "stream" and job["status"] == "done"
+        result = c.get(f"/v1/jobs/{stream['job_id']}/result").json()
+        assert result["events"] and result["source"] == rtsp_server.url

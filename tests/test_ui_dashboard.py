@@ -1,0 +1,142 @@
+"""The dashboard under Streamlit's AppTest: file analysis fills the timeline, transcript and search panels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.store import Store
+from ui.data import (
+    LiveState,
+    detections_text,
+    events_frame,
+    moments_frame,
+    rolling_transcript,
+    timeline_chart,
+)
+
+APP = str(Path(__file__).resolve().parents[1] / "ui" / "dashboard.py")
+
+
+def test_timeline_chart_has_one_lane_per_modality():
+    events = [{"label": "Speech", "modality": "audio", "start": 1.0, "end": 4.0, "confidence": 0.9},
+              {"label": "person", "modality": "visual", "start": 0.0, "end": 2.0, "confidence": 0.6},
+              {"label": "Dog", "modality": "audio-visual", "start": 3.0, "end": 5.0, "confidence": 0.7}]
+    spec = timeline_chart(events, 10.0).to_dict()
+    bars = spec["layer"][0]
+    assert bars["mark"]["type"] == "bar" and bars["encoding"]["x2"]["field"] == "end"
+    assert bars["encoding"]["y"]["scale"]["domain"] == ["audio", "visual", "audio-visual"]
+    assert bars["encoding"]["x"]["scale"]["domain"] == [0, 10.0]
+    assert list(events_frame(events)["label"]) == ["person", "Speech", "Dog"]
+    assert timeline_chart([], None).to_dict()["layer"][0]["encoding"]["x"]["scale"]["domain"] == [0, 1.0]
+
+
+def test_live_state_keeps_only_new_feed_items_and_the_latest_tags():
+    live = LiveState(max_items=3)
+    item = {"time": 1.0, "events": [{"label": "A"}], "transcript": [{"start": 0.5, "end": 1, "text": "hi"}],
+            "tags": {"Speech": 0.9}, "alerts": []}
+    assert live.update([(1, item), (2, {**item, "time": 2.0, "tags": {"Bell": 0.5}})]) == 2
+    assert live.update([(2, item)]) == 0  # already seen
+    live.update([(3, item), (4, item)])
+    assert live.seq == 4 and live.time == 1.0 and live.tags == {"Speech": 0.9}
+    assert len(live.events) == 3  # bounded
+    assert rolling_transcript([{"start": 65.0, "end": 66, "text": "later"}, {"start": 1.0, "end": 2, "text": "first"}],
+                              1) == ["[01:05.0] later"]
+    frame = moments_frame([{"source": "a.mp4", "start": 1, "end": 2, "score": 0.5, "text": "x", "method": "text-match",
+                            "modality_weights": {"visual": 0.1, "audio": 0.2, "speech": 0.7}}])
+    assert frame.loc[0, ["visual", "audio", "speech"]].tolist() == [0.1, 0.2, 0.7]
+
+
+@pytest.mark.slow
+def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    path, truth = demo_clip
+    db = tmp_path / "dash.db"
+    monkeypatch.setenv("FORESIGHT_DB", str(db))
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    assert not at.exception
+    assert "Choose a source" in at.info[0].value
+    at.radio(key="kind").set_value("File on the server").run()
+    at.text_input(key="path").input(str(path)).run()
+    at.button(key="analyze_path").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    result = at.session_state["result"]
+    assert result["source"] == "demo.mp4" and any(e["label"] == "Speech" for e in result["events"])
+    assert {"Stream health", "Timeline", "Transcript", "Alerts", "Search moments"} <= {s.value for s in at.subheader}
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 1
+    assert "front door" in at.code[0].value.lower()
+    job_id = at.session_state["job_id"]
+    store = Store(db)
+    assert store.job(job_id)["status"] == "done" and store.rows("events", job_id)
+
+    at.text_input(key="query").input("telephone ringing").run()
+    assert not at.exception, at.exception
+    moments = at.session_state["moments"]
+    assert moments[0]["job_id"] == job_id and moments[0]["method"] == "text-match"
+    assert moments[0]["start"] < truth.phone[1] + 1 and moments[0]["end"] > truth.phone[0] - 1
+    table = at.dataframe[-1].value
+    assert {"visual", "audio", "speech", "score"} <= set(table.columns)
+    videos = at.get("video")
+    assert len(videos) == 1 and videos[0].proto.start_time == int(moments[0]["start"])
+
+
+@pytest.mark.slow
+def test_bad_path_shows_a_reason(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("FORESIGHT_DB", str(tmp_path / "dash.db"))
+    bad = tmp_path / "bad.mp4"
+    bad.write_bytes(b"\x00garbage" * 100)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.radio(key="kind").set_value("File on the server").run()
+    at.text_input(key="path").input(str(bad)).run()
+    at.button(key="analyze_path").click().run()
+    assert not at.exception
+    assert "not a readable media file" in at.error[0].value
+    at.text_input(key="path").input(str(tmp_path / "missing.mp4")).run()
+    at.button(key="analyze_path").click().run()
+    assert "no such file" in at.error[0].value
+
+
+def test_detections_text_names_sounds_and_what_is_seen():
+    visual = {"detections": [{"label": "person", "score": 0.9}, {"label": "cup", "score": 0.5}], "faces": 1,
+              "camera_trouble": None}
+    assert detections_text({"Speech": 0.8, "Music": 0.1}, visual) == \
+        "sounds: Speech (0.80), Music (0.10) | seen: person (0.90), cup (0.50), faces: 1"
+    assert detections_text({}, None) == "no detections this second"
+
+
+@pytest.mark.slow
+def test_live_rtsp_source_fills_the_view_and_stop_saves_it(rtsp_server, tmp_path, monkeypatch):
+    import time
+
+    from streamlit.testing.v1 import AppTest
+
+    db = tmp_path / "dash.db"
+    monkeypatch.setenv("FORESIGHT_DB", str(db))
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    at.radio(key="kind").set_value("RTSP / HTTP URL").run()
+    at.text_input(key="url").input(rtsp_server.url).run()
+    at.selectbox(key="transport").set_value("udp").run()
+    at.button(key="start_live").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["live"] is not None
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        time.sleep(2)
+        at.run()
+        live = at.session_state["live"][2]
+        if live.events and live.transcript:
+            break
+    assert not at.exception, at.exception
+    assert live.events and live.transcript and live.seq > 5
+    assert "Now" in {s.value for s in at.subheader} and at.get("vega_lite_chart")
+    assert at.metric[0].value == "live"
+    job_id = at.session_state["job_id"]
+    at.button(key="stop_live").click().run()
+    assert at.session_state["live"] is None
+    assert Store(db).job(job_id)["status"] == "done" and Store(db).rows("events", job_id)

@@ -1,0 +1,178 @@
+"""Foresight dashboard (run with `foresight dashboard`, or `streamlit run ui/dashboard.py`).
+
+Pick a source in the sidebar: an uploaded file or a file path is analysed at once; an RTSP URL or a webcam
+starts a live pipeline whose feed refreshes the page every second. Below: stream health, the timeline of
+audio / visual / audio-visual events, the rolling transcript, alerts, and a query box whose moments play
+the clip from their start.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from app.api.uploads import UploadRejected
+from app.errors import BadInput
+from pipelines.store import Store
+from ui import backend
+from ui.data import (
+    LiveState,
+    alerts_frame,
+    detections_text,
+    fmt_time,
+    moments_frame,
+    rolling_transcript,
+    timeline_chart,
+)
+
+st.set_page_config(page_title="Foresight", layout="wide")
+
+
+@st.cache_resource
+def get_store(path: str) -> Store:
+    return Store(path)
+
+
+store = get_store(str(backend.db_path()))
+state = st.session_state
+state.setdefault("result", None)
+state.setdefault("job_id", None)
+state.setdefault("live", None)  # (pipeline, job_id, LiveState) while a live source runs
+state.setdefault("error", None)
+
+
+def run_file_analysis(path: Path) -> None:
+    bar = st.progress(0.0, text=f"analysing {path.name}")
+    try:
+        job_id, result = backend.analyze_file(store, path, progress=lambda f: bar.progress(f, text=f"{f:.0%}"))
+    except (BadInput, UploadRejected, FileNotFoundError) as exc:
+        state.error = str(exc)
+        bar.empty()
+        return
+    bar.empty()
+    state.update(result=result, job_id=job_id, error=None)
+
+
+# -- sidebar: choose a source -------------------------------------------------------------------------------
+st.sidebar.title("Foresight")
+kind = st.sidebar.radio("Source", ["Upload a file", "File on the server", "RTSP / HTTP URL", "Webcam"], key="kind")
+if kind == "Upload a file":
+    uploaded = st.sidebar.file_uploader("Clip", type=None, key="upload")
+    if st.sidebar.button("Analyze", key="analyze_upload", disabled=uploaded is None, type="primary"):
+        run_file_analysis(backend.save_upload(uploaded.name, uploaded.getvalue()))
+elif kind == "File on the server":
+    path_text = st.sidebar.text_input("Path", key="path", placeholder="/data/clip.mp4")
+    if st.sidebar.button("Analyze", key="analyze_path", disabled=not path_text, type="primary"):
+        path = Path(path_text).expanduser()
+        try:
+            exists = path.is_file()
+        except OSError:  # e.g. a name longer than the filesystem allows
+            exists = False
+        if not exists:
+            state.error = f"no such file: {path_text}"
+        else:
+            run_file_analysis(path)
+else:
+    if kind == "Webcam":
+        cams = backend.webcams()
+        source = st.sidebar.selectbox("Device", cams, key="cam") if cams else None
+        if not cams:
+            st.sidebar.info("No /dev/video* device on this machine.")
+        transport = "tcp"
+    else:
+        source = st.sidebar.text_input("URL", key="url", placeholder="rtsp://camera/stream")
+        transport = st.sidebar.selectbox("RTSP transport", ["tcp", "udp"], key="transport")
+    running = state.live is not None
+    if not running and st.sidebar.button("Start", key="start_live", disabled=not source, type="primary"):
+        try:
+            with st.spinner("starting the pipeline (loading models)"):
+                pipeline, job_id = backend.start_live(store, source, transport)
+            state.update(live=(pipeline, job_id, LiveState()), job_id=job_id, result=None, error=None)
+        except BadInput as exc:
+            state.error = str(exc)
+        st.rerun()
+    if running and st.sidebar.button("Stop", key="stop_live"):
+        pipeline, job_id, _ = state.live
+        with st.spinner("stopping and saving"):
+            state.result = backend.stop_live(store, pipeline, job_id)
+        state.live = None
+        st.rerun()
+
+if state.error:
+    st.error(state.error)
+
+
+# -- what is shown: a finished result, or the live state ------------------------------------------------------
+def show_panels(events, transcript, alerts, duration, health: dict | None, live: LiveState | None) -> None:
+    if health is not None:
+        st.subheader("Stream health")
+        cols = st.columns(5)
+        cols[0].metric("health", health.get("health", "?"))
+        cols[1].metric("segments", health.get("segments_emitted", 0))
+        cols[2].metric("frames dropped", health.get("frames_dropped", 0))
+        cols[3].metric("reconnects", health.get("reconnects", 0))
+        cols[4].metric("lost seconds", health.get("lost_seconds", 0))
+    if live is not None:
+        st.subheader("Now")
+        st.write(detections_text(live.tags, live.visual))
+    st.subheader("Timeline")
+    st.altair_chart(timeline_chart(events, duration), width="stretch")
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Transcript")
+        lines = rolling_transcript(transcript)
+        st.code("\n".join(lines) if lines else "(no speech yet)", language=None, wrap_lines=True)
+    with right:
+        st.subheader("Alerts")
+        if alerts:
+            st.dataframe(alerts_frame(alerts), hide_index=True, width="stretch")
+        else:
+            st.write("no alerts")
+
+
+if state.live is not None:
+    @st.fragment(run_every=1.0)
+    def live_view() -> None:
+        import ray
+
+        pipeline, job_id, live = state.live
+        live.update(ray.get(pipeline.sink.feed_since.remote(live.seq)))
+        prog = pipeline.progress()
+        st.caption(f"live: {pipeline.spec.name} at {fmt_time(live.time)}")
+        show_panels(live.events, live.transcript, live.alerts, live.time, prog["stats"], live)
+        if pipeline.done():
+            st.warning("the stream ended; press Stop to save it")
+
+    live_view()
+elif state.result is not None:
+    result = state.result
+    st.caption(f"{result['source']}: {result['duration_s']:.1f} s, {len(result['events'])} events, "
+               f"{len(result['transcript'])} transcript lines (job {state.job_id})")
+    show_panels(result["events"], result["transcript"], result["alerts"], result["duration_s"],
+                result.get("ingest"), None)
+else:
+    st.info("Choose a source in the sidebar.")
+
+# -- query box -------------------------------------------------------------------------------------------------
+st.subheader("Search moments")
+query = st.text_input("Query", key="query", placeholder="someone mentions the front door")
+only_this = st.checkbox("only the current clip", value=state.job_id is not None, key="only_this",
+                        disabled=state.job_id is None)
+if query.strip():
+    hits = backend.searcher(store).search(query, top_k=5, job_ids=[state.job_id] if only_this and state.job_id else None)
+    state.moments = hits["moments"]
+    st.caption(f"method: {hits['method']} (MiniLM similarity over transcripts and event labels)")
+    if not hits["moments"]:
+        st.write("no moments found")
+    else:
+        st.dataframe(moments_frame(hits["moments"]), hide_index=True, width="stretch")
+        choice = st.selectbox("Play moment", range(len(hits["moments"])), key="moment",
+                              format_func=lambda i: f"{hits['moments'][i]['source']} at "
+                                                    f"{fmt_time(hits['moments'][i]['start'])}")
+        moment = hits["moments"][choice]
+        media = backend.media_for(store, moment.get("job_id"))
+        if media is not None:
+            st.video(str(media), start_time=int(moment["start"]))
+        else:
+            st.caption("no playable copy of this source is kept (live streams and API uploads are not stored)")

@@ -1,0 +1,120 @@
+"""Turns results and live feed items into the tables and charts the dashboard shows (no Streamlit here,
+so the shaping is testable on its own)."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+MODALITY_ORDER = ["audio", "visual", "audio-visual"]
+MODALITY_COLORS = ["#1f77b4", "#2ca02c", "#d62728"]
+
+
+def events_frame(events: list[dict]) -> pd.DataFrame:
+    """One row per event with its modality lane and a `track` so overlapping events in a lane stack."""
+    cols = ["label", "modality", "start", "end", "confidence"]
+    df = pd.DataFrame([{c: e.get(c) for c in cols} for e in events], columns=cols)
+    df = df.astype({"label": "string", "start": float, "end": float, "confidence": float})
+    df = df.sort_values(["start", "end", "label"]).reset_index(drop=True)
+    tracks: list[int] = []
+    ends: dict[str, list[float]] = {}  # per modality: where each track is free again
+    for mod, start, end in zip(df["modality"], df["start"], df["end"], strict=True):
+        lane = ends.setdefault(mod, [])
+        k = next((i for i, free in enumerate(lane) if free <= start), len(lane))
+        lane[k:k + 1] = [end]
+        tracks.append(k)
+    df["track"] = tracks
+    df["modality"] = pd.Categorical(df["modality"], categories=MODALITY_ORDER)
+    return df
+
+
+def timeline_chart(events: list[dict], duration_s: float | None = None) -> alt.Chart:
+    """Gantt-style bars of events, one lane per modality (audio, visual, audio-visual), labelled; events that
+    overlap in time stack inside their lane."""
+    df = events_frame(events)
+    end = max([duration_s or 0.0, *(df["end"].tolist() if len(df) else [1.0])])
+    x = alt.X("start:Q", title="time (s)", scale=alt.Scale(domain=[0, end]))
+    y = alt.Y("modality:N", title=None, sort=MODALITY_ORDER, scale=alt.Scale(domain=MODALITY_ORDER, paddingInner=0.1),
+              axis=alt.Axis(labelFontSize=12, labelOverlap=False))
+    y_offset = alt.YOffset("track:O", title=None)
+    color = alt.Color("modality:N", scale=alt.Scale(domain=MODALITY_ORDER, range=MODALITY_COLORS), legend=None)
+    bars = alt.Chart(df).mark_bar(opacity=0.55, cornerRadius=2).encode(
+        x=x, x2="end:Q", y=y, yOffset=y_offset, color=color,
+        tooltip=["label", "modality", "start", "end", alt.Tooltip("confidence:Q", format=".2f")])
+    labels = alt.Chart(df).mark_text(align="left", baseline="middle", dx=3, fontSize=10, color="black").encode(
+        x="start:Q", y=y, yOffset=y_offset, text="label:N")
+    lane_height = 30 * max(1, int(df["track"].max()) + 1 if len(df) else 1)
+    return (bars + labels).properties(height=len(MODALITY_ORDER) * lane_height, title="Events by modality")
+
+
+def rolling_transcript(transcript: list[dict], last_n: int = 12) -> list[str]:
+    """The last `last_n` transcript lines as `[mm:ss] text`."""
+    return [f"[{fmt_time(t['start'])}] {t['text']}" for t in sorted(transcript, key=lambda t: t["start"])[-last_n:]]
+
+
+def alerts_frame(alerts: list[dict]) -> pd.DataFrame:
+    cols = ["time", "severity", "rule", "reason", "lead_time_s"]
+    return pd.DataFrame([{c: a.get(c) for c in cols} for a in sorted(alerts, key=lambda a: a["time"])], columns=cols)
+
+
+def moments_frame(moments: list[dict]) -> pd.DataFrame:
+    """Search hits with their modality weights spread into columns (visual, audio, speech)."""
+    rows = []
+    for m in moments:
+        w = m.get("modality_weights", {})
+        rows.append({"source": m.get("source"), "start": m["start"], "end": m["end"], "score": m["score"],
+                     "visual": w.get("visual", 0.0), "audio": w.get("audio", 0.0), "speech": w.get("speech", 0.0),
+                     "matched": m.get("text"), "method": m.get("method")})
+    return pd.DataFrame(rows, columns=["source", "start", "end", "score", "visual", "audio", "speech", "matched",
+                                       "method"])
+
+
+def detections_text(tags: dict[str, float], visual: dict | None, top: int = 8) -> str:
+    """One line for the live view: the strongest sound tags and what the visual stage sees this second."""
+    sounds = [f"{k} ({v:.2f})" for k, v in sorted(tags.items(), key=lambda kv: -kv[1])[:top]]
+    seen = [f"{d['label']} ({d['score']:.2f})" for d in sorted((visual or {}).get("detections") or [],
+                                                               key=lambda d: -d.get("score", 0))[:top]]
+    if (visual or {}).get("faces"):
+        seen.append(f"faces: {visual['faces']}")
+    if (visual or {}).get("camera_trouble"):
+        seen.append(f"camera: {visual['camera_trouble']}")
+    parts = [f"sounds: {', '.join(sounds)}" if sounds else "", f"seen: {', '.join(seen)}" if seen else ""]
+    return " | ".join(p for p in parts if p) or "no detections this second"
+
+
+def fmt_time(seconds: float) -> str:
+    seconds = max(0.0, float(seconds))
+    return f"{int(seconds // 60):02d}:{seconds % 60:04.1f}"
+
+
+class LiveState:
+    """What the live view accumulates from the sink's feed: events, transcript, alerts and the latest tags."""
+
+    def __init__(self, max_items: int = 2000):
+        self.seq = 0
+        self.events: list[dict] = []
+        self.transcript: list[dict] = []
+        self.alerts: list[dict] = []
+        self.tags: dict[str, float] = {}
+        self.visual: dict | None = None  # the latest second's detections (objects, persons, faces, pose)
+        self.time = 0.0
+        self.max_items = max_items
+
+    def update(self, items: list) -> int:
+        """Add feed items `(seq, item)` newer than what we have; returns how many were new."""
+        new = 0
+        for seq, item in items:
+            if seq <= self.seq:
+                continue
+            self.seq, new = seq, new + 1
+            self.events.extend(item.get("events") or [])
+            self.transcript.extend(item.get("transcript") or [])
+            self.alerts.extend(item.get("alerts") or [])
+            self.tags = dict(item.get("tags") or {})
+            self.visual = item.get("visual")
+            self.time = float(item.get("time") or self.time)
+        for name in ("events", "transcript", "alerts"):
+            rows = getattr(self, name)
+            if len(rows) > self.max_items:
+                del rows[: len(rows) - self.max_items]
+        return new

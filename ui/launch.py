@@ -1,0 +1,52 @@
+"""`foresight dashboard`: runs the Streamlit app headless on a port."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from app.errors import EXIT_BAD_INPUT
+
+APP = Path(__file__).resolve().with_name("dashboard.py")
+ROOT = APP.parents[1]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="foresight dashboard", description="Run the Foresight Streamlit dashboard.")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--db", default="foresight.db", help="SQLite store shared with `foresight serve` (default ./foresight.db)")
+    p.add_argument("--max-upload-mb", type=int, default=512, help="largest file the upload widget takes")
+    return p
+
+
+def streamlit_command(args: argparse.Namespace) -> list[str]:
+    return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+            "--server.address", args.host, "--server.port", str(args.port),
+            "--server.maxUploadSize", str(args.max_upload_mb), "--browser.gatherUsageStats", "false",
+            "--server.fileWatcherType", "none", "--global.developmentMode", "false"]
+
+
+def dashboard_main(argv: list[str]) -> int:
+    """Parse `argv`, then run `streamlit run ui/dashboard.py` in the foreground until interrupted."""
+    args = build_parser().parse_args(argv)
+    db = Path(args.db).expanduser().resolve()
+    if not db.parent.is_dir():
+        print(f"foresight dashboard: error: --db folder {db.parent} does not exist", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not 0 < args.port < 65536:
+        print("foresight dashboard: error: --port must be in 1..65535", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    env = {**os.environ, "FORESIGHT_DB": str(db),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    try:
+        return subprocess.call(streamlit_command(args), cwd=ROOT, env=env)
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(dashboard_main(sys.argv[1:]))
