@@ -243,8 +243,9 @@ class ParserStage:
         else:
             closed_dicts = []
             closed = self.tracker.update(seg_meta["start"], seg_meta["end"], self._labels(audio.get("tags", {}), vis))
-        for a, b in speech["spans"]:
-            closed.append(self.tracker.add_span("Speech", "audio", a, b, max(speech["speech_prob"], 0.5)))
+        if self.prefm is None:  # PreFM has its own Speech class; the VAD's spans then only drive ASR
+            for a, b in speech["spans"]:
+                closed.append(self.tracker.add_span("Speech", "audio", a, b, max(speech["speech_prob"], 0.5)))
         active = [e.to_dict() for e in self.tracker.open.values()]
         if self.prefm is not None:
             active += [self._shift(e) for e in self.prefm.merger.open_events()]
@@ -256,8 +257,9 @@ class ParserStage:
     def finish(self, speech: dict) -> dict:
         closed = self.tracker.finish()
         prefm_events = [self._shift(e) for e in self.prefm.finish()] if self.prefm is not None and self.t0 is not None else []
-        for a, b in speech["spans"]:
-            closed.append(self.tracker.add_span("Speech", "audio", a, b, 0.5))
+        if self.prefm is None:
+            for a, b in speech["spans"]:
+                closed.append(self.tracker.add_span("Speech", "audio", a, b, 0.5))
         return {"index": None, "final": True, "events_closed": prefm_events + [e.to_dict() for e in closed],
                 "transcript": speech["transcript"], "tags": {}, "speech_prob": 0.0}
 
