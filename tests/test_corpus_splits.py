@@ -1,0 +1,65 @@
+"""Held-out split: no test clip, spoken sentence or query wording ever appears in training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from training.corpus.compose import assign_splits, clip_ids, compose_clip
+from training.corpus.sources import PICTURES, SENTENCES, SOUNDS, SPEECH_TEMPLATES, sentences_for
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+ROOT = Path(__file__).resolve().parents[1]
+PREFM_CKPT = ROOT / "models" / "prefm" / "checkpoints" / "embedded_llp.pt"
+GROUNDER_CKPT = ROOT / "models" / "trisense" / "checkpoints" / "embedded.pt"
+
+
+def test_split_assignment_is_deterministic_and_by_clip():
+    a, b = assign_splits(120, 0), assign_splits(120, 0)
+    assert a == b
+    assert (a.count("train"), a.count("val"), a.count("test")) == (84, 12, 24)
+    assert assign_splits(120, 1) != a
+    with pytest.raises(ValueError):
+        assign_splits(1, 0)
+
+
+def test_wording_banks_are_disjoint():
+    for bank in [*PICTURES, *SOUNDS]:
+        assert not set(bank.train) & set(bank.test), bank.name
+    assert not set(SPEECH_TEMPLATES["train"]) & set(SPEECH_TEMPLATES["test"])
+    held, seen = sentences_for("test"), sentences_for("train")
+    assert held and seen and not set(held) & set(seen)
+    assert len(held) + len(seen) == len(SENTENCES)
+    assert sentences_for("val") == seen
+
+
+def test_composed_test_clips_share_no_clip_sentence_or_wording_with_training():
+    n, seed = 30, 0
+    splits = assign_splits(n, seed)
+    truths = [compose_clip(cid, split, seed, i)[0] for i, (cid, split) in enumerate(zip(clip_ids(n), splits, strict=True))]
+    train = [t for t in truths if t.split != "test"]
+    test = [t for t in truths if t.split == "test"]
+    assert train and test
+    assert not {t.clip_id for t in train} & {t.clip_id for t in test}
+    train_queries = {q["query"] for t in train for q in t.queries}
+    test_queries = {q["query"] for t in test for q in t.queries}
+    assert test_queries and not train_queries & test_queries
+    train_text = {a.text for t in train for a in t.audio if a.kind == "speech"}
+    test_text = {a.text for t in test for a in t.audio if a.kind == "speech"}
+    assert test_text and not train_text & test_text
+    assert all(q["wording"] == "test" for t in test for q in t.queries)
+    assert all(q["vid"] == t.clip_id for t in truths for q in t.queries)
+
+
+def test_shipped_checkpoints_were_trained_on_training_clips_only():
+    from models.prefm.online import load_checkpoint as load_prefm
+    from models.trisense.grounder import load_checkpoint as load_grounder
+
+    _, _, prefm_meta = load_prefm(PREFM_CKPT)
+    _, grounder_meta = load_grounder(GROUNDER_CKPT)
+    for meta in (prefm_meta, grounder_meta):
+        corpus = meta["corpus"]
+        splits = assign_splits(corpus["clips"], corpus["seed"])
+        test_ids = {cid for cid, s in zip(clip_ids(corpus["clips"]), splits, strict=True) if s == "test"}
+        assert corpus["train_ids"] and not set(corpus["train_ids"]) & test_ids

@@ -1,0 +1,41 @@
+"""Turn trained checkpoints into the ones the repository ships, stamped with the corpus they came from.
+
+The shipped file keeps its loader's format (`foresight-prefm-v1` or the grounder's) and adds
+`meta["corpus"] = {"seed", "clips", "train_ids", ...}` so anyone can check which clips it was trained on
+(the leakage test does). Floating-point weights are stored as float16 only when the float32 file would be
+larger than `max_mb`; both loaders copy them into float32 parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from training.corpus.compose import load_truths
+
+
+def corpus_stamp(corpus_root: str | Path, trained_on: tuple[str, ...] = ("train",)) -> dict:
+    """Seed, clip count and the ids of the clips in the splits a model was trained on."""
+    root = Path(corpus_root)
+    meta = json.loads((root / "corpus.json").read_text())
+    ids = [t.clip_id for t in load_truths(root) if t.split in trained_on]
+    return {"seed": meta["seed"], "clips": meta["clips"], "seconds": meta["seconds"],
+            "trained_on": list(trained_on), "train_ids": ids}
+
+
+def ship(src: str | Path, dst: str | Path, stamp: dict, extra: dict | None = None, max_mb: float = 5.0) -> Path:
+    """Copy checkpoint `src` to `dst` with `meta["corpus"] = stamp` (and `extra` merged into meta)."""
+    payload = torch.load(Path(src), map_location="cpu", weights_only=True)
+    if not isinstance(payload, dict) or "state_dict" not in payload:
+        raise ValueError(f"{src}: not a checkpoint with a state_dict")
+    payload["meta"] = {**dict(payload.get("meta") or {}), **(extra or {}), "corpus": stamp}
+    state = payload["state_dict"]
+    size_mb = sum(v.numel() * v.element_size() for v in state.values()) / 2 ** 20
+    if size_mb > max_mb:
+        payload["state_dict"] = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
+    dst = Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(payload, dst)
+    return dst
