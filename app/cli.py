@@ -26,12 +26,15 @@ def _stage_args(p: argparse.ArgumentParser) -> None:
                    help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")
     p.add_argument("--judge-url", help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
     p.add_argument("--camera", default="camera", help="camera or location name used in the safety log")
+    p.add_argument("--webhook", metavar="URL", help="POST alerts (JSON) to this URL as they happen")
+    p.add_argument("--webhook-events", action="store_true", help="also POST closed events and standing-query moments")
 
 
 def _options(args):
     from pipelines.analyze import AnalyzeOptions
     from pipelines.grounding import GroundingConfig
     from pipelines.stages import StageConfig
+    from pipelines.webhooks import WebhookConfig
 
     if args.fps <= 0 or args.fps > 30:
         raise BadInput("--fps must be in (0, 30]")
@@ -41,6 +44,12 @@ def _options(args):
                          safety=not args.no_safety, safety_threshold=args.safety_threshold,
                          judge_url=args.judge_url, camera=args.camera)
     opts = AnalyzeOptions(stages=stages, sample_fps=args.fps)
+    if getattr(args, "webhook", None):
+        try:
+            opts.webhook = WebhookConfig(url=args.webhook, kinds=("alerts", "events", "moments") if args.webhook_events
+                                         else ("alerts",))
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
     opts.grounding = GroundingConfig(queries=list(getattr(args, "query", None) or []),
                                      standing=list(getattr(args, "watch", None) or []),
                                      checkpoint=getattr(args, "grounding_model", None))

@@ -128,8 +128,13 @@ class SafetyActor:
 class SinkActor:
     """Collects results, appends final rows to SQLite as they close, and keeps a feed for live subscribers."""
 
-    def __init__(self, source: str, job_id: str | None = None, db_path: str | None = None, feed_size: int = 1000):
+    def __init__(self, source: str, job_id: str | None = None, db_path: str | None = None, feed_size: int = 1000,
+                 webhook=None):
         self.builder = ResultBuilder(source)
+        self.webhook = None
+        if webhook is not None and webhook.url:
+            from pipelines.webhooks import WebhookSender
+            self.webhook = WebhookSender(webhook, source)
         self.job_id = job_id
         self.store = None
         if db_path and job_id:
@@ -143,6 +148,8 @@ class SinkActor:
 
     def write(self, parsed: dict) -> int:
         self.builder.add(parsed)
+        if self.webhook is not None:
+            self.webhook.offer(parsed)
         if self.store is not None:
             self.store.append_rows(self.job_id, self.builder.source, parsed.get("events_closed", []),
                                    parsed.get("transcript", []), parsed.get("alerts", []))
@@ -161,7 +168,8 @@ class SinkActor:
 
     def result(self, duration_s: float | None, has_audio: bool, has_video: bool, wall_s: float,
                ingest: dict | None) -> dict:
-        return self.builder.build(duration_s, has_audio, has_video, wall_s, ingest)
+        extra = {"webhook": self.webhook.close()} if self.webhook is not None else None
+        return self.builder.build(duration_s, has_audio, has_video, wall_s, ingest, extra)
 
 
 @ray.remote(max_restarts=0, num_cpus=0.25, max_concurrency=4)

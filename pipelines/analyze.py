@@ -25,6 +25,7 @@ from pipelines.stages import (
     limit_threads,
     prefm_checkpoint,
 )
+from pipelines.webhooks import WebhookConfig, WebhookSender
 
 
 @dataclass
@@ -39,6 +40,7 @@ class AnalyzeOptions:
     open_timeout_s: float = 10.0
     reconnect: ReconnectPolicy = field(default_factory=ReconnectPolicy)
     grounding: GroundingConfig = field(default_factory=GroundingConfig)
+    webhook: WebhookConfig = field(default_factory=WebhookConfig)
 
 
 def probe(spec: SourceSpec, timeout_s: float = 10.0) -> None:
@@ -95,7 +97,7 @@ class Pipeline:
         self.parser = ParserActor.remote(options.stages)
         self.safety = SafetyActor.remote(options.stages)
         self.grounding = GroundingActor.remote(options.grounding) if options.grounding.enabled else None
-        self.sink = SinkActor.remote(self.spec.name, job_id, db_path)
+        self.sink = SinkActor.remote(self.spec.name, job_id, db_path, webhook=options.webhook)
         self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
                                          options.max_side, options.duration_s, options.reconnect,
                                          options.watchdog_s, options.open_timeout_s)
@@ -244,6 +246,7 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     safety = _safety(options.stages)
     grounding = GroundingStage(options.grounding) if options.grounding.enabled else None
     builder = ResultBuilder(spec.name)
+    webhook = WebhookSender(options.webhook, spec.name) if options.webhook.url else None
     reader = SegmentReader(spec, spec.name, sample_fps=options.sample_fps, max_side=options.max_side,
                            duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,
                            open_timeout_s=options.open_timeout_s).start()
@@ -255,7 +258,10 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
             parsed = parser.process(meta, speech.process(seg), au, vi)
             if grounding is not None:
                 parsed = grounding.process(parsed, au, vi)
-            builder.add(safety.process(parsed))
+            parsed = safety.process(parsed)
+            builder.add(parsed)
+            if webhook is not None:
+                webhook.offer(parsed)
             if progress is not None and reader.info is not None and reader.info.duration_s:
                 progress(min(1.0, seg.end / reader.info.duration_s))
     finally:
@@ -263,7 +269,13 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     last = parser.finish(speech.finish())
     if grounding is not None:
         last = grounding.finish(last)
-    builder.add(safety.finish(last))
+    last = safety.finish(last)
+    builder.add(last)
+    extra = None
+    if webhook is not None:
+        webhook.offer(last)
+        extra = {"webhook": webhook.close()}
     info = reader.info
     return builder.build(info.duration_s if info else None, bool(info and info.has_audio),
-                         bool(info and info.has_video), time.perf_counter() - started, reader.stats.to_dict())
+                         bool(info and info.has_video), time.perf_counter() - started, reader.stats.to_dict(),
+                         extra)

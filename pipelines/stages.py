@@ -281,7 +281,7 @@ class SafetyStage:
         from models.safety.signals import SecondSignals
 
         words = " ".join(t["text"] for t in parsed.get("transcript", []))
-        vis = visual or {}
+        vis = visual or parsed.get("visual") or {}
         return SecondSignals(
             time=float(parsed["start"]), camera=self.config.camera, audio_tags=dict(parsed.get("tags", {})),
             speech_text=words, events=list(parsed.get("events_active", parsed.get("events_closed", []))),

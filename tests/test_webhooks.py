@@ -1,0 +1,68 @@
+"""Alerts reach a webhook on loopback as they happen; a dead endpoint never stalls or fails the analysis."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from pipelines.analyze import AnalyzeOptions, analyze_inline
+from pipelines.stages import StageConfig
+from pipelines.synth import ClipSpec, write_clip
+from pipelines.webhooks import WebhookConfig
+from tests.conftest import free_port
+
+
+@pytest.fixture
+def receiver():
+    received: list[dict] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's naming)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(json.loads(body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook", received
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def dark_clip(tmp_path_factory):
+    """Eight seconds of a lens in the dark: the camera-trouble rule should warn after three."""
+    path = tmp_path_factory.mktemp("dark") / "dark.mp4"
+    return write_clip(path, ClipSpec(8.0, 10, 160, 120, lambda t: np.full((120, 160, 3), 3, np.uint8)))
+
+
+def options(url: str, kinds=("alerts",)) -> AnalyzeOptions:
+    return AnalyzeOptions(stages=StageConfig(asr=False, tags=False, events_model="tags"),
+                          webhook=WebhookConfig(url=url, kinds=kinds, timeout_s=2.0, retries=1))
+
+
+def test_alert_is_posted_to_the_webhook(receiver, dark_clip):
+    url, received = receiver
+    result = analyze_inline(str(dark_clip), options(url))
+    assert result["alerts"], "the dark camera should raise an alert"
+    posted = [a for payload in received for a in payload.get("alerts", [])]
+    assert posted == result["alerts"]
+    assert all(p["source"] == "dark.mp4" for p in received)
+    assert result["webhook"] == {"sent": len(received), "failed": 0, "dropped": 0}
+
+
+def test_dead_webhook_is_counted_not_fatal(dark_clip):
+    result = analyze_inline(str(dark_clip), options(f"http://127.0.0.1:{free_port()}/hook"))
+    assert result["alerts"] and result["webhook"]["sent"] == 0 and result["webhook"]["failed"] >= 1
+
+
+def test_bad_webhook_url_is_rejected():
+    with pytest.raises(ValueError, match="http"):
+        WebhookConfig(url="ftp://example/hook")
