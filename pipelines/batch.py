@@ -31,6 +31,20 @@ def content_key(path: Path) -> str:
     return h.hexdigest()
 
 
+def _indexing(options: AnalyzeOptions, db: Path, name: str) -> AnalyzeOptions:
+    """With a grounding model available, each file's per-second features also go into the store's grounding
+    index, so `foresight serve --db OUTDIR/foresight.db` can ground queries over the whole batch."""
+    from dataclasses import replace
+
+    from pipelines.grounding import DEFAULT_CHECKPOINT
+
+    checkpoint = options.grounding.checkpoint or (str(DEFAULT_CHECKPOINT) if DEFAULT_CHECKPOINT.is_file() else None)
+    if checkpoint is None:
+        return options
+    return replace(options, grounding=replace(options.grounding, checkpoint=checkpoint, index_db=str(db),
+                                              index_source=name))
+
+
 def _task(path: str, options: AnalyzeOptions) -> tuple[dict | None, str | None]:
     """Ray task body: a bad file is a reported failure, not a crash of the batch."""
     try:
@@ -90,7 +104,7 @@ def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | 
         while queue or pending:
             while queue and len(pending) < limit:
                 p = queue.pop(0)
-                pending[task.remote(str(p), options)] = p
+                pending[task.remote(str(p), _indexing(options, outdir / "foresight.db", names[p]))] = p
             ready, _ = ray.wait(list(pending), num_returns=1)
             p = pending.pop(ready[0])
             job_id = keys[p][:32]

@@ -24,10 +24,12 @@ class GroundingConfig:
     fire_threshold: float = 0.5  # a standing query fires when its best moment scores at least this
     check_every_s: int = 5
     lookback_s: int = 30
+    index_db: str | None = None  # also store the per-second features in this database's grounding index
+    index_source: str | None = None  # the id the source gets in that index
 
     @property
     def enabled(self) -> bool:
-        return bool(self.queries or self.standing)
+        return bool(self.queries or self.standing or self.index_db)
 
 
 def checkpoint_path(checkpoint: str | None = None) -> Path:
@@ -129,8 +131,20 @@ class GroundingStage:
                                    for t in parsed.get("transcript", []))
             self.events.extend({**e, "start": e["start"] - self.t0, "end": e["end"] - self.t0}
                                for e in parsed.get("events_closed", []))
-        if not self.audio or not self.config.queries:
+        if not self.audio:
             return parsed
         clip = self.features()
+        if self.config.index_db:
+            self.index(clip)
         moments = [m for q in self.config.queries for m in self._moments(q, clip=clip)]
         return {**parsed, "moments": parsed.get("moments", []) + moments}
+
+    def index(self, clip) -> None:
+        """Store this source's features so `POST /v1/search` can ground queries over everything stored."""
+        from models.trisense.index import GroundingIndex
+
+        index = GroundingIndex(self.config.index_db, self.grounder)
+        try:
+            index.add(self.config.index_source or "source", clip)
+        finally:
+            index.close()

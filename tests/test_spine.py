@@ -90,3 +90,21 @@ def test_queries_and_standing_queries_fill_moments(demo_clip):
     assert door["modality_weights"]["speech"] > one_off[0]["modality_weights"]["speech"]
     fired = [m for m in by_query["a telephone is ringing"] if m.get("standing")]
     assert fired and fired[0]["fired_at"] >= fired[0]["end"] - 1e-6  # fired live, after the moment, not before
+
+
+def test_clip_features_are_indexed_for_search_over_everything_stored(demo_clip, tmp_path):
+    from models.trisense.index import GroundingIndex
+    from pipelines.analyze import AnalyzeOptions, analyze_inline
+    from pipelines.grounding import GroundingConfig, load_grounder
+    from pipelines.stages import StageConfig
+
+    path, truth = demo_clip
+    db = tmp_path / "store.db"
+    analyze_inline(str(path), AnalyzeOptions(stages=StageConfig(safety=False, asr=False), grounding=GroundingConfig(
+        index_db=str(db), index_source="demo")))
+    index = GroundingIndex(db, load_grounder())
+    assert index.source_ids() == ["demo"]
+    hits = index.search("a telephone is ringing", top_k=3)
+    assert hits and hits[0].to_dict()["source_id"] == "demo"
+    best = hits[0].to_dict()
+    assert best["start"] < truth.phone[1] + 2 and best["end"] > truth.phone[0] - 2, best

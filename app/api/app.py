@@ -32,7 +32,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics = Metrics(job_manager, stream_manager)
         job_manager.on_finish = lambda status, seconds: metrics.job_seconds.observe(seconds)
         app.state.services = Services(settings, store, job_manager, stream_manager,
-                                      SearchService(store, settings.grounder_checkpoint), metrics)
+                                      SearchService(store, job_manager.grounder), metrics)
         job_manager.start()
         # Load the search encoder now rather than on the first query (seconds on a small machine).
         threading.Thread(target=lambda: TextMatcher.encoder().encode("warm up"), daemon=True).start()

@@ -78,8 +78,9 @@ def analyze_job(path: str, name: str, queries: list[str], options: AnalyzeOption
 
     try:
         store.update_job(job_id, status="running", progress=0.0)
-        if queries and grounder:
-            options = replace(options, grounding=GroundingConfig(queries=list(queries), checkpoint=grounder))
+        if grounder:  # answer the queries and index the clip's features for search over everything stored
+            options = replace(options, grounding=GroundingConfig(queries=list(queries), checkpoint=grounder,
+                                                                 index_db=db_path, index_source=f"{name}#{job_id[:8]}"))
         result = analyze_inline(path, options, progress)
         result["source"] = name
         if queries and not grounder:
