@@ -107,3 +107,19 @@ def rtsp_server(demo_clip):
     server.start()
     yield server
     server.kill()
+
+
+@pytest.fixture
+def rtsp_tcp_server(demo_clip):
+    """GStreamer's RTSP server (Debian gir1.2-gst-rtsp-server-1.0), which serves RTP interleaved over TCP."""
+    port = free_port()
+    proc = subprocess.Popen(["/usr/bin/python3", str(ROOT / "tests" / "tools" / "gst_rtsp_server.py"), str(port),
+                             str(demo_clip[0])], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    line = proc.stdout.readline()
+    if "serving" not in line:
+        proc.kill()
+        pytest.fail(f"GStreamer RTSP server did not start: {line}{proc.stdout.read()[-500:]}")
+    yield f"rtsp://127.0.0.1:{port}/live"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)

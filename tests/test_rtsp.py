@@ -127,3 +127,16 @@ def test_sigint_stops_a_live_source_cleanly(rtsp_server, tmp_path):
     assert "stopping" in err and "Traceback" not in err
     result = json.loads(out.read_text())
     assert result["duration_s"] >= 3 and result["ingest"]["health"] == "ended"
+
+
+def test_rtsp_over_tcp(rtsp_tcp_server, ray_runtime):
+    options = live_options(duration=6.0)
+    options.rtsp_transport = "tcp"
+    pipe = Pipeline(rtsp_tcp_server, options)
+    try:
+        result = pipe.wait()
+    finally:
+        pipe.close()
+    assert result["ingest"]["health"] == "ended" and result["ingest"]["segments_emitted"] >= 6
+    assert result["has_audio"] and result["has_video"] and result["ingest"]["frames_decoded"] > 100
+    assert any(e["label"] == "Speech" for e in result["events"])
