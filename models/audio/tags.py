@@ -47,7 +47,7 @@ class YamnetTagger:
         wave[: min(audio.size, PATCH_SAMPLES)] = audio[:PATCH_SAMPLES]
         patches = waveform_to_yamnet_patches(wave)[:1]
         logits = run_yamnet_onnx(self.session, patches, quant_params=self.quant)[0]
-        return 1.0 / (1.0 + np.exp(-logits))
+        return 0.5 * (1.0 + np.tanh(0.5 * logits))  # the logistic function, without overflow
 
     def top(self, probs: np.ndarray, k: int = 5, min_prob: float = 0.05) -> dict[str, float]:
         idx = np.argsort(probs)[::-1][:k]
