@@ -5,6 +5,7 @@ seconds over the recent past and fire a moment once when they match.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,9 +43,15 @@ def checkpoint_path(checkpoint: str | None = None) -> Path:
 
 
 def load_grounder(checkpoint: str | None = None):
+    """The grounder for `checkpoint`, loaded once per process (batch workers reuse it across files)."""
+    return _grounder(str(checkpoint_path(checkpoint)))
+
+
+@functools.lru_cache(maxsize=2)
+def _grounder(path: str):
     from models.trisense.grounder import Grounder
 
-    return Grounder.load(checkpoint_path(checkpoint))
+    return Grounder.load(path)
 
 
 class GroundingStage:
