@@ -104,11 +104,16 @@ class SearchService:
         hits = [{**h, "method": "text-match"}
                 for h in self.matcher.rank(query, candidates_from_store(self.store, job_ids), top_k)]
         methods = ["text-match"]
-        if self.index is not None and self.index.source_ids():
+        sources = self.index.source_ids() if self.index is not None else []
+        if job_ids is not None:  # API jobs index their clip as "<name>#<first 8 characters of the job id>"
+            wanted = {j[:8] for j in job_ids}
+            sources = [s for s in sources if s.rsplit("#", 1)[-1] in wanted]
+        if sources:
             methods.append("trisense")
-            for hit in self.index.search(query, top_k):
+            for hit in self.index.search(query, top_k, source_ids=sources):
                 d = hit.to_dict()
-                hits.append({"job_id": None, "source": d["source_id"], "text": None, "kind": "grounded",
+                job = next((j for j in job_ids or [] if d["source_id"].endswith("#" + j[:8])), None)
+                hits.append({"job_id": job, "source": d["source_id"], "text": None, "kind": "grounded",
                              "start": d["start"], "end": d["end"], "score": d["score"],
                              "modality_weights": d["modality_weights"], "method": "trisense"})
             hits = sorted(hits, key=lambda h: -h["score"])[:top_k]
