@@ -208,8 +208,7 @@ class IngestActor:
                     break
                 t0 = time.perf_counter()
                 seg_ref = ray.put(seg)
-                meta = {"index": seg.index, "start": seg.start, "end": seg.end, "emitted_wall": seg.emitted_wall,
-                        "n_frames": len(seg.frames)}
+                meta = seg.meta()
                 sp = speech.process.remote(seg_ref)
                 au = audio.process.remote(seg_ref)
                 vi = visual.process.remote(seg_ref)

@@ -252,8 +252,7 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
                            open_timeout_s=options.open_timeout_s).start()
     try:
         while (seg := reader.get()) is not None:
-            meta = {"index": seg.index, "start": seg.start, "end": seg.end, "emitted_wall": seg.emitted_wall,
-                    "n_frames": len(seg.frames)}
+            meta = seg.meta()
             au, vi = audio.process(seg), visual.process(seg)
             parsed = parser.process(meta, speech.process(seg), au, vi)
             if grounding is not None:

@@ -78,6 +78,10 @@ class GroundingStage:
             self._push(None, None)
         self._push(audio.get("vector") if audio.get("available") else None,
                    visual.get("vector") if visual.get("available") else None)
+        self._take_text(parsed)
+
+    def _take_text(self, parsed: dict) -> None:
+        """Keep the transcript and closed events of `parsed`, on the clock of this stream's first second."""
         self.transcript.extend({"start": t["start"] - self.t0, "end": t["end"] - self.t0, "text": t["text"],
                                 **({"words": t["words"]} if t.get("words") else {})}
                                for t in parsed.get("transcript", []))
@@ -134,10 +138,7 @@ class GroundingStage:
     def finish(self, parsed: dict) -> dict:
         """End of stream: answer the one-off queries over everything seen."""
         if self.t0 is not None:
-            self.transcript.extend({"start": t["start"] - self.t0, "end": t["end"] - self.t0, "text": t["text"]}
-                                   for t in parsed.get("transcript", []))
-            self.events.extend({**e, "start": e["start"] - self.t0, "end": e["end"] - self.t0}
-                               for e in parsed.get("events_closed", []))
+            self._take_text(parsed)
         if not self.audio:
             return parsed
         clip = self.features()

@@ -30,3 +30,8 @@ class Segment:
     @property
     def duration(self) -> float:
         return self.end - self.start
+
+    def meta(self) -> dict:
+        """What the parser and sink need to know about this second, without its frames and audio."""
+        return {"index": self.index, "start": self.start, "end": self.end, "emitted_wall": self.emitted_wall,
+                "n_frames": len(self.frames)}

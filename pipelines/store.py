@@ -123,20 +123,12 @@ class Store:
         def write(db: sqlite3.Connection) -> None:
             for table in ("events", "transcript", "moments", "alerts"):
                 db.execute(f"DELETE FROM {table} WHERE job_id=?", (job_id,))
-            db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence) '
-                           "VALUES (?,?,?,?,?,?,?)",
-                           [(job_id, source, e["label"], e["modality"], e["start"], e["end"], e["confidence"])
-                            for e in result.get("events", [])])
-            db.executemany('INSERT INTO transcript (job_id, source, start, "end", text) VALUES (?,?,?,?,?)',
-                           [(job_id, source, t["start"], t["end"], t["text"]) for t in result.get("transcript", [])])
+            _insert_rows(db, job_id, source, result.get("events", []), result.get("transcript", []),
+                         result.get("alerts", []))
             db.executemany('INSERT INTO moments (job_id, source, query, start, "end", score, weights_json) '
                            "VALUES (?,?,?,?,?,?,?)",
                            [(job_id, source, m["query"], m["start"], m["end"], m["score"],
                              json.dumps(m.get("modality_weights", {}))) for m in result.get("moments", [])])
-            db.executemany("INSERT INTO alerts (job_id, source, time, severity, rule, reason, lead_time_s, "
-                           "evidence_json) VALUES (?,?,?,?,?,?,?,?)",
-                           [(job_id, source, a["time"], a["severity"], a["rule"], a["reason"], a.get("lead_time_s"),
-                             json.dumps(a.get("evidence", []))) for a in result.get("alerts", [])])
             db.execute("UPDATE jobs SET status='done', progress=1, error=NULL, result_json=?, updated_at=? "
                        "WHERE id=?", (json.dumps(result), time.time(), job_id))
 
@@ -154,22 +146,24 @@ class Store:
         if not events and not transcript and not alerts:
             return
 
-        def write(db: sqlite3.Connection) -> None:
-            db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence) '
-                           "VALUES (?,?,?,?,?,?,?)",
-                           [(job_id, source, e["label"], e["modality"], e["start"], e["end"], e["confidence"])
-                            for e in events])
-            db.executemany('INSERT INTO transcript (job_id, source, start, "end", text) VALUES (?,?,?,?,?)',
-                           [(job_id, source, t["start"], t["end"], t["text"]) for t in transcript])
-            db.executemany("INSERT INTO alerts (job_id, source, time, severity, rule, reason, lead_time_s, "
-                           "evidence_json) VALUES (?,?,?,?,?,?,?,?)",
-                           [(job_id, source, a["time"], a["severity"], a["rule"], a["reason"], a.get("lead_time_s"),
-                             json.dumps(a.get("evidence", []))) for a in (alerts or [])])
-
-        self._tx(write)
+        self._tx(lambda db: _insert_rows(db, job_id, source, events, transcript, alerts or []))
 
     def rows(self, table: str, job_id: str) -> list[dict]:
         if table not in ("events", "transcript", "moments", "alerts"):
             raise ValueError(f"unknown table {table}")
         with self._lock:
             return [dict(r) for r in self.db.execute(f"SELECT * FROM {table} WHERE job_id=? ORDER BY id", (job_id,))]
+
+
+def _insert_rows(db: sqlite3.Connection, job_id: str, source: str, events: list[dict], transcript: list[dict],
+                 alerts: list[dict]) -> None:
+    db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence) '
+                   "VALUES (?,?,?,?,?,?,?)",
+                   [(job_id, source, e["label"], e["modality"], e["start"], e["end"], e["confidence"])
+                    for e in events])
+    db.executemany('INSERT INTO transcript (job_id, source, start, "end", text) VALUES (?,?,?,?,?)',
+                   [(job_id, source, t["start"], t["end"], t["text"]) for t in transcript])
+    db.executemany("INSERT INTO alerts (job_id, source, time, severity, rule, reason, lead_time_s, "
+                   "evidence_json) VALUES (?,?,?,?,?,?,?,?)",
+                   [(job_id, source, a["time"], a["severity"], a["rule"], a["reason"], a.get("lead_time_s"),
+                     json.dumps(a.get("evidence", []))) for a in alerts])
