@@ -155,9 +155,12 @@ def test_demo_clip_talk_about_a_phone_raises_no_alert(retriever):
 class _Judge(BaseHTTPRequestHandler):
     answer = ""
 
+    def reply(self, prompt: str) -> str:
+        return type(self).answer
+
     def do_POST(self):  # noqa: N802
-        self.rfile.read(int(self.headers["Content-Length"]))
-        body = json.dumps({"choices": [{"message": {"content": type(self).answer}}]}).encode()
+        prompt = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["messages"][0]["content"]
+        body = json.dumps({"choices": [{"message": {"content": self.reply(prompt)}}]}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -256,3 +259,65 @@ def test_embedding_retrieval_on_dev_logs():
         return sum(r.rank([s.text() for s in parse_log(x.log)], 1)[0].rule.id == key[normalise_rule_text(x.knowledge)]
                    for x in scen)
     assert top1(RuleRetriever(rules, SentenceEmbedder())) > top1(RuleRetriever(rules, None))
+
+
+def test_shipped_hub_correction_is_reproducible(tmp_path):
+    """`fit_gate --background` rebuilds data/background.npz: its TF-IDF part from the dev logs' opening segments."""
+    import numpy as np
+
+    from models.safety.fit_gate import fit_background
+    from models.safety.knowledge import load_scenarios, pasbench_dir
+    from models.safety.retrieval import BACKGROUND_FILE
+    if not (pasbench_dir() / "text_logs_dev.json").is_file():
+        pytest.skip("PaSBench dev logs absent")
+    scenarios = load_scenarios()
+    out = tmp_path / "background.npz"
+    n = fit_background(RuleRetriever(load_rules(), embedder=None, background=None), scenarios, str(out))
+    assert n == sum(min(2, len(parse_log(s.log))) for s in scenarios)
+    fresh = RuleRetriever(load_rules(), embedder=None, background=out)
+    np.testing.assert_allclose(fresh.bg_tfidf, np.load(BACKGROUND_FILE)["tfidf"], atol=1e-6)
+    assert float(fresh.bg_tfidf.max()) > 0.0
+
+
+class _RuleJudge(_Judge):
+    """Names the gas-heater rule when retrieval lists it, else (or when told to) says no risk."""
+
+    risk = True
+
+    def reply(self, prompt: str) -> str:
+        rules = prompt.split("RULES:\n", 1)[1].splitlines()
+        number = next((int(line.split(".", 1)[0]) for line in rules if "Gas water heaters" in line), None)
+        return json.dumps({"risk": type(self).risk and number is not None, "rule": number, "reason": "judged"})
+
+
+def test_eval_cli_with_judge_tier(tmp_path, capsys):
+    """`--judge-url`: the judge's rule replaces retrieval's top-1, its 'no risk' silences runs and cuts."""
+    rec = {"safety_knowledge": GAS, "condition_or_scenario": "Installing a gas heater", "risk_reason": "CO poisoning",
+           "risk_triggering_behavior": "Installing the gas water heater in the bathroom",
+           "input": "[LOG START]\n" + "\n".join(f"[Time] {s.time}\n[Location] {s.location}\n[Environmental Observation] "
+                                                f"{s.environment}\n[Behavioral Observation] {s.behavior}" for s in LOG)
+                    + "\n[LOG END]"}
+    path = tmp_path / "logs.json"
+    path.write_text(json.dumps([rec]))
+    server = HTTPServer(("127.0.0.1", 0), _RuleJudge)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    argv = ["--logs", str(path), "--json", "--runs", "3", "--no-embeddings", "--threshold", "0.0", "--no-replay",
+            "--judge-url", url]
+    try:
+        _RuleJudge.risk = True
+        assert eval_main(argv) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["decision"] == "retrieval_score+judge" and out["judge_calls"] == 5 and out["judge_failures"] == 0
+        assert out["top1"] == out["accuracy"] == out["robustness"] == 1.0
+        _RuleJudge.risk = False
+        assert eval_main(argv) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["accuracy"] == out["false_alarm_rate"] == 0.0 and out["judge_failures"] == 0
+    finally:
+        server.shutdown()
+    assert eval_main(argv[:-1] + ["ftp://nowhere"]) == 2
+    assert "judge URL" in capsys.readouterr().err
+    dead = eval_main(argv[:-1] + [url])  # server gone: every call fails, retrieval's answer stays
+    out = json.loads(capsys.readouterr().out)
+    assert dead == 0 and out["judge_failures"] == out["judge_calls"] == 5 and out["top1"] == 1.0

@@ -28,6 +28,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--drop-evidence", action="store_true",
                    help="let perturbations drop the sentence showing the risky act (first protocol)")
     p.add_argument("--no-replay", action="store_true", help="skip the lead-time replay")
+    p.add_argument("--judge-url", help="tier (c): an OpenAI-compatible endpoint that confirms one of the top-5 "
+                                       "rules or says 'no risk' (one call per log, run and cut)")
+    p.add_argument("--judge-model", default="default", help="model name sent to the judge endpoint")
+    p.add_argument("--judge-timeout", type=float, default=30.0, help="seconds per judge call (default 30)")
     return p
 
 
@@ -55,7 +59,8 @@ def eval_main(argv: list[str]) -> int:
     from models.safety.retrieval import BACKGROUND_FILE, RuleRetriever
 
     config = SafetyConfig(threshold=args.threshold, use_embeddings=not args.no_embeddings,
-                          use_gate=not (args.no_gate or args.no_embeddings))
+                          use_gate=not (args.no_gate or args.no_embeddings), judge_url=args.judge_url,
+                          judge_model=args.judge_model, judge_timeout_s=args.judge_timeout)
     embedder = None
     if config.use_embeddings:
         from models.safety.embed import SentenceEmbedder
@@ -70,9 +75,21 @@ def eval_main(argv: list[str]) -> int:
         except FileNotFoundError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    scored = score_scenarios(scenarios, retriever, runs=args.runs, gate=gate, keep_evidence=not args.drop_evidence)
+    judge = None
+    if args.judge_url:
+        import os
+
+        from models.safety.judge import ChatJudge
+        try:
+            judge = ChatJudge(args.judge_url, args.judge_model, args.judge_timeout,
+                              os.environ.get(config.judge_api_key_env))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    scored = score_scenarios(scenarios, retriever, runs=args.runs, gate=gate, keep_evidence=not args.drop_evidence,
+                             judge=judge, judge_k=config.top_k)
     result = metrics(scored, config.threshold)
-    result["decision"] = "risk_gate" if gate is not None else "retrieval_score"
+    result["decision"] = ("risk_gate" if gate is not None else "retrieval_score") + ("+judge" if judge else "")
     if not args.no_replay:
         result.update(lead_times(scenarios, retriever, config, gate=gate))
     if args.sweep:
