@@ -105,7 +105,7 @@ class SpeechStage:
         since = self.vad.open_since
         if since is not None and seg.end - since >= self.config.max_span_s:
             out["transcript"].extend(self._transcribe(since, seg.end))
-            self.vad._start = seg.end  # the rest of this long span is transcribed as a new piece
+            self.vad.split_open_span(seg.end)  # the rest of this long span is transcribed as a new piece
         return out
 
     def finish(self) -> dict:

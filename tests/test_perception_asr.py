@@ -135,3 +135,29 @@ def test_transformers_whisper_missing_model_names_the_fix(tmp_path, monkeypatch)
     with pytest.raises(BadInput, match="not available offline"):
         make_recognizer(f"hf:{tmp_path / 'nothing-here'}")
     assert not os.path.exists(tmp_path / "nothing-here")
+
+
+def test_vad_finds_speech_and_splits_a_long_span():
+    """Silero VAD on espeak speech fed second by second: one span, restarted where the stage cut it."""
+    from models.audio.vad import StreamingVAD
+    from pipelines.synth import speak
+
+    speech = speak("The quick brown fox jumps over the lazy dog while the kettle boils in the kitchen "
+                   "and the radio plays a song about the sea.", words_per_minute=140)
+    audio = np.concatenate([np.zeros(RATE, np.float32), speech, np.zeros(2 * RATE, np.float32)])
+    vad = StreamingVAD()
+    vad.split_open_span(0.5)  # nothing open: a no-op
+    assert vad.open_since is None
+    spans, cut = [], None
+    for k in range(len(audio) // RATE):
+        closed, probs = vad.feed(audio[k * RATE:(k + 1) * RATE], float(k))
+        spans += closed
+        assert len(probs) in (RATE // 512, RATE // 512 + 1)  # 512-sample windows; the rest waits
+        if cut is None and vad.open_since is not None and k >= 3:
+            cut = k + 1.0
+            vad.split_open_span(cut)
+            assert vad.open_since == cut
+    spans += [s for s in [vad.close()] if s is not None]
+    assert cut is not None and len(spans) >= 1
+    assert spans[0].start >= cut - vad.pad_s - 1e-6  # the part before the cut is not reported again
+    assert spans[-1].end <= 1.0 + len(speech) / RATE + 1.0

@@ -90,6 +90,11 @@ class StreamingVAD:
         """Start of the speech span in progress, if any."""
         return self._start if self._in_speech else None
 
+    def split_open_span(self, at: float) -> None:
+        """Restart the span in progress at `at`: its part up to `at` was handled (a long monologue)."""
+        if self._in_speech:
+            self._start = at
+
     def close(self) -> SpeechSpan | None:
         """End of stream: close a span in progress."""
         if not self._in_speech:
