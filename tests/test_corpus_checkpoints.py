@@ -97,3 +97,37 @@ def test_shipped_models_find_the_events_of_a_new_composed_clip(tmp_path):
         k = LLP_INDEX[cls]
         on, off = probs[y[:, k] == 1, k], probs[y[:, k] == 0, k]
         assert on.mean() > off.mean() + 0.3, cls
+
+
+def test_experiments_can_ship_prefm_alone_stamped_with_its_corpus(tmp_path, monkeypatch):
+    """`--only ship --ship-prefm` ships PreFM from a (scripted) corpus and leaves the grounder alone."""
+    import json
+
+    import torch
+
+    from training.corpus import experiments
+    from training.corpus.compose import assign_splits, clip_ids, compose_clip, write_split_files
+
+    corpus, runs = tmp_path / "corpus_v2", tmp_path / "runs"
+    n, seed = 10, 1
+    truths = [compose_clip(cid, split, seed, i, scripts=0.7)[0]
+              for i, (cid, split) in enumerate(zip(clip_ids(n), assign_splits(n, seed), strict=True))]
+    (corpus / "truth").mkdir(parents=True)
+    for t in truths:
+        (corpus / "truth" / f"{t.clip_id}.json").write_text(json.dumps(t.to_dict()))
+    write_split_files(corpus, truths)
+    (corpus / "corpus.json").write_text(json.dumps({"seed": seed, "clips": n, "seconds": [12, 16], "scripts": 0.7}))
+    (runs / "prefm").mkdir(parents=True)
+    torch.save({"format": "foresight-prefm-v1", "state_dict": {"w": torch.zeros(3)}, "meta": {"variant": "prefm"}},
+               runs / "prefm" / "prefm.pt")
+    (runs / "prefm_test.json").write_text(json.dumps({"results": {"prefm": {"mean_evt_f1": 90.0}}}))
+    shipped, grounder = tmp_path / "embedded_llp.pt", tmp_path / "embedded.pt"
+    monkeypatch.setattr(experiments, "PREFM_SHIPPED", shipped)
+    monkeypatch.setattr(experiments, "GROUNDER_SHIPPED", grounder)
+    assert experiments.main(["--corpus", str(corpus), "--runs", str(runs), "--only", "ship", "--ship-prefm"]) == 0
+    assert not grounder.exists()
+    meta = torch.load(shipped, weights_only=True)["meta"]
+    assert meta["variant"] == "prefm" and meta["test"] == {"mean_evt_f1": 90.0}
+    stamp = meta["corpus"]
+    assert (stamp["name"], stamp["seed"], stamp["clips"], stamp["scripts"]) == ("corpus_v2", 1, 10, 0.7)
+    assert stamp["train_ids"] == [t.clip_id for t in truths if t.split == "train"]

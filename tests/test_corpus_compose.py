@@ -111,3 +111,108 @@ def test_bad_arguments_are_refused(tmp_path, capsys):
     assert build_main(["--out", str(tmp_path), "--clips", "1", "--no-features"]) == 2
     assert "error:" in capsys.readouterr().err
     assert build_main(["--out", str(tmp_path), "--clips", "4", "--min-seconds", "3", "--no-features"]) == 2
+
+
+# --------------------------------------------------------------------------------------------------
+# Scripted clips (corpus v2)
+# --------------------------------------------------------------------------------------------------
+
+
+def _scripted(script: str, split: str = "train", seed: int = 1, tries: int = 40) -> ClipTruth:
+    for i in range(tries):
+        truth, _ = compose_clip(f"s{i}", split, seed=seed, index=i, scripts=1.0)
+        if truth.script == script:
+            return truth
+    raise AssertionError(f"no {script} clip in {tries} scripted clips")
+
+
+def _check_layout_and_labels(truth: ClipTruth) -> dict[str, np.ndarray]:
+    """The v1 invariants hold for scripted clips too: contiguous shots of >= 3 s, one category each, sources
+    inside the clip, and labels that follow the documented rules (0.3-s overlap, visible speaker)."""
+    assert truth.shots[0].start == 0 and truth.shots[-1].end == truth.duration
+    assert all(b.start == a.end and a.end - a.start >= 3 for a, b in zip(truth.shots, truth.shots[1:], strict=False))
+    assert len({s.category for s in truth.shots}) == len(truth.shots)
+    assert all(0 < a.start < a.end <= truth.duration for a in truth.audio)
+    y = second_labels(truth)
+    for it in truth.audio:
+        if it.llp is None:
+            continue
+        for t in range(truth.duration):
+            overlap = min(it.end, t + 1) - max(it.start, t)
+            if overlap >= 0.3:
+                assert y["audio"][t, LLP_INDEX[it.llp]] == 1
+    for shot in truth.shots:
+        for t in range(shot.start, shot.end):
+            speaking = y["audio"][t, LLP_INDEX["Speech"]] == 1
+            assert y["visual"][t, LLP_INDEX["Speech"]] == (shot.person and speaking)
+            for cls in ("Cat", "Motorcycle"):
+                assert y["visual"][t, LLP_INDEX[cls]] == (shot.llp == cls)
+    return y
+
+
+def test_scripts_zero_is_the_v1_composition():
+    for i in range(6):
+        v1, track1 = compose_clip(f"c{i}", "train", seed=0, index=i)
+        same, track2 = compose_clip(f"c{i}", "train", seed=0, index=i, scripts=0.0)
+        assert same.to_dict() == v1.to_dict() and "script" not in v1.to_dict()
+        np.testing.assert_array_equal(track1, track2)
+    # the share decides per clip from its own stream; non-scripted clips of a mixed corpus are v1 clips
+    mixed = [compose_clip(f"c{i}", "train", seed=0, index=i, scripts=0.5)[0] for i in range(12)]
+    assert {bool(t.script) for t in mixed} == {True, False}
+    for i, t in enumerate(mixed):
+        if not t.script:
+            assert t.to_dict() == compose_clip(f"c{i}", "train", seed=0, index=i)[0].to_dict()
+    assert ClipTruth.from_dict(mixed[0].to_dict()).to_dict() == mixed[0].to_dict()
+
+
+@pytest.mark.parametrize("script,sound,llp", [("phone_call", "phone", "Telephone_bell_ringing"),
+                                              ("alarm_answer", "alarm", "Fire_alarm")])
+def test_scripted_call_is_a_sound_then_a_person_who_speaks(script, sound, llp):
+    truth = _scripted(script)
+    y = _check_layout_and_labels(truth)
+    ring = np.flatnonzero(y["audio"][:, LLP_INDEX[llp]])
+    speech = np.flatnonzero(y["audio"][:, LLP_INDEX["Speech"]])
+    seen = np.flatnonzero(y["visual"][:, LLP_INDEX["Speech"]])
+    assert len(ring) >= 2 and len(speech) >= 1 and len(seen) >= 1
+    assert ring.max() < speech.min()  # the sound first, then the answer
+    first = next(s for s in truth.shots if s.person)
+    item = next(a for a in truth.audio if a.name == sound)
+    assert first.start >= item.end  # the person cuts in after the sound
+    reply = min(a.start for a in truth.audio if a.kind == "speech")
+    assert first.start <= reply <= first.start + 0.6  # and speaks right after the cut
+    assert seen.min() == speech.min()
+
+
+def test_scripted_conversation_and_showcase_have_regular_timing():
+    talk = _scripted("conversation")
+    _check_layout_and_labels(talk)
+    turns = [a for a in talk.audio if a.kind == "speech"]
+    assert len(turns) >= 2
+    for a, b in zip(turns, turns[1:], strict=False):
+        assert 0.7 <= round(b.start - a.end, 2) <= 0.9
+        assert a.voice != b.voice
+    show = _scripted("showcase")
+    _check_layout_and_labels(show)
+    cues = [a for a in show.audio if a.name == "camera-shutter"]
+    for shot in show.shots[1:]:
+        # every cut of the showcase is announced by the cue click ending just before it
+        assert any(0.1 <= shot.start - c.end <= 0.3 + 1e-6 for c in cues), shot
+    assert any(s.llp in ("Cat", "Motorcycle") for s in show.shots)
+
+
+def test_scripted_test_clips_speak_held_out_sentences_only():
+    from training.corpus.sources import sentences_for
+
+    held = {text for text, _ in sentences_for("test")}
+    spoken = [a.text for i in range(10)
+              for a in compose_clip(f"h{i}", "test", seed=2, index=i, scripts=1.0)[0].audio if a.kind == "speech"]
+    assert spoken and set(spoken) <= held
+    queries = [q for i in range(4) for q in compose_clip(f"h{i}", "test", seed=2, index=i, scripts=1.0)[0].queries]
+    assert queries and all(q["wording"] == "test" for q in queries)
+
+
+def test_scripted_share_is_checked(tmp_path):
+    with pytest.raises(ValueError):
+        compose_corpus(tmp_path, 2, scripts=1.5, progress=False)
+    with pytest.raises(ValueError):
+        compose_corpus(tmp_path, 2, min_s=8, max_s=10, scripts=0.5, progress=False)

@@ -34,10 +34,12 @@ def test_wording_banks_are_disjoint():
     assert sentences_for("val") == seen
 
 
-def test_composed_test_clips_share_no_clip_sentence_or_wording_with_training():
-    n, seed = 30, 0
+@pytest.mark.parametrize("seed,scripts", [(0, 0.0), (1, 0.7)])  # v1 and v2 (scripted) corpora
+def test_composed_test_clips_share_no_clip_sentence_or_wording_with_training(seed, scripts):
+    n = 30
     splits = assign_splits(n, seed)
-    truths = [compose_clip(cid, split, seed, i)[0] for i, (cid, split) in enumerate(zip(clip_ids(n), splits, strict=True))]
+    truths = [compose_clip(cid, split, seed, i, scripts=scripts)[0]
+              for i, (cid, split) in enumerate(zip(clip_ids(n), splits, strict=True))]
     train = [t for t in truths if t.split != "test"]
     test = [t for t in truths if t.split == "test"]
     assert train and test
@@ -53,13 +55,17 @@ def test_composed_test_clips_share_no_clip_sentence_or_wording_with_training():
 
 
 def test_shipped_checkpoints_were_trained_on_training_clips_only():
+    """Each shipped model records its own corpus (PreFM and the grounder may come from different ones):
+    rebuild that corpus's splits from its stamp and check the recorded training clips against them."""
     from models.prefm.online import load_checkpoint as load_prefm
     from models.trisense.grounder import load_checkpoint as load_grounder
 
     _, _, prefm_meta = load_prefm(PREFM_CKPT)
     _, grounder_meta = load_grounder(GROUNDER_CKPT)
-    for meta in (prefm_meta, grounder_meta):
+    for meta, trained_on in ((prefm_meta, ["train"]), (grounder_meta, ["train", "val"])):
         corpus = meta["corpus"]
-        splits = assign_splits(corpus["clips"], corpus["seed"])
-        test_ids = {cid for cid, s in zip(clip_ids(corpus["clips"]), splits, strict=True) if s == "test"}
+        assert corpus["trained_on"] == trained_on  # PreFM selects on val, so val is not training data for it
+        splits = dict(zip(clip_ids(corpus["clips"]), assign_splits(corpus["clips"], corpus["seed"]), strict=True))
+        test_ids = {cid for cid, s in splits.items() if s == "test"}
         assert corpus["train_ids"] and not set(corpus["train_ids"]) & test_ids
+        assert set(corpus["train_ids"]) == {cid for cid, s in splits.items() if s in trained_on}

@@ -1,6 +1,7 @@
 """`foresight train corpus ...`: compose the embedded corpus and encode it once.
 
-    build_main(["--out", "data/corpus", "--clips", "120", "--seed", "0"])
+    build_main(["--out", "data/corpus", "--clips", "120", "--seed", "0"])                       # v1
+    build_main(["--out", "data/corpus_v2", "--clips", "200", "--seed", "1", "--scripts", "0.7"])  # v2
 
 writes, under --out: `clips/*.mp4`, `truth/*.json`, PreFM's embedded layout (`embedded/{audio,visual}/`,
 `label/label/{audio,visual}/`, `data_info/{train,val,test}_pd.csv`) and the grounder's data
@@ -23,6 +24,9 @@ def build_main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--min-seconds", type=int, default=12)
     p.add_argument("--max-seconds", type=int, default=16)
+    p.add_argument("--scripts", type=float, default=0.0,
+                   help="share of scripted clips (phone call, alarm, conversation, showcase), e.g. 0.7; "
+                        "0 = the v1 corpus of independently placed sources")
     p.add_argument("--asr", default="tiny.en", help="speech recognizer spec (models.audio.asr.make_recognizer)")
     p.add_argument("--no-features", action="store_true", help="compose only, do not run the encoders")
     p.add_argument("--quiet", action="store_true")
@@ -35,7 +39,8 @@ def build_main(argv: list[str] | None = None) -> int:
         if a.clips < 2:
             raise ValueError("--clips must be at least 2")
         t0 = time.time()
-        truths = compose_corpus(a.out, a.clips, a.seed, a.min_seconds, a.max_seconds, progress=not a.quiet)
+        truths = compose_corpus(a.out, a.clips, a.seed, a.min_seconds, a.max_seconds, progress=not a.quiet,
+                                scripts=a.scripts)
         print(f"composed {len(truths)} clips, {sum(t.duration for t in truths)} s, "
               f"{sum(len(t.queries) for t in truths)} queries in {time.time() - t0:.0f} s")
         if not a.no_features:

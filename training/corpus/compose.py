@@ -13,6 +13,11 @@ unlabelled interface sounds. Because we placed every source, the truth is exact:
 
 Splits are drawn by clip before composing (70/10/20 % train/val/test); test clips speak only held-out
 sentences and their queries use only held-out wordings (`sources.py`).
+
+Scripted clips (`scripts` > 0, corpus v2): a share of the clips follows one of `SCRIPTS` instead of placing
+sources at independent random times, so what comes next is partly predictable from what came before, as in
+real videos (a phone rings, then someone answers; a cue sound, then a cut to a new picture). The labelling
+rules are the same for both kinds; with `scripts=0` (the default) every clip is composed exactly as in v1.
 """
 
 from __future__ import annotations
@@ -43,6 +48,10 @@ WIDTH, HEIGHT = 640, 360
 MIN_OVERLAP_S = 0.3
 SPLIT_FRACTIONS = {"train": 0.7, "val": 0.1, "test": 0.2}
 NOISE_LEVEL = 0.003
+SCRIPTS = ("phone_call", "alarm_answer", "conversation", "showcase")
+CUE_SOUND = "camera-shutter"  # the click that announces a cut in the showcase script
+TURN_PAUSE_S = (0.7, 0.9)  # pause between conversation turns: short and regular
+REPLY_DELAY_S = (0.3, 0.6)  # from a cut to a person until they start speaking
 
 
 @dataclass
@@ -84,13 +93,19 @@ class ClipTruth:
     shots: list[Shot] = field(default_factory=list)
     queries: list[dict] = field(default_factory=list)
 
+    script: str = ""  # "" for a v1 (random) clip, else one of SCRIPTS
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if not self.script:  # v1 truth files stay byte-for-byte what they were
+            del d["script"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> ClipTruth:
         return cls(d["clip_id"], d["split"], int(d["duration"]), int(d["fps"]),
-                   [AudioItem(**a) for a in d["audio"]], [Shot(**s) for s in d["shots"]], list(d["queries"]))
+                   [AudioItem(**a) for a in d["audio"]], [Shot(**s) for s in d["shots"]], list(d["queries"]),
+                   str(d.get("script", "")))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -207,6 +222,183 @@ def _compose_shots(rng: np.random.Generator, duration: int) -> list[Shot]:
                           bool(rng.random() < 0.5)))
     return shots
 
+# --------------------------------------------------------------------------------------------------
+# Scripted composition (corpus v2)
+# --------------------------------------------------------------------------------------------------
+
+
+def _pick_picture(rng: np.random.Generator, used: set[str], person: bool, labelled: bool | None = None) -> Picture:
+    """A picture category not yet in the clip, weighted as in v1; `labelled` restricts to (non-)LLP pictures."""
+    pool = [p for p in PICTURES if p.person == person and p.name not in used
+            and (labelled is None or bool(p.llp) == labelled)]
+    weights = np.array([0.2 if p.llp else 0.15 if p.person else 0.07 for p in pool])
+    pic = pool[int(rng.choice(len(pool), p=weights / weights.sum()))]
+    used.add(pic.name)
+    return pic
+
+
+class _ScriptBuilder:
+    """Places sources at scripted times and collects the cuts; every placement keeps the v1 invariants
+    (sources inside the clip, shots of >= 3 s on whole seconds, no picture category twice)."""
+
+    def __init__(self, rng: np.random.Generator, split: str, duration: int) -> None:
+        self.rng, self.split, self.duration = rng, split, duration
+        self.track = (NOISE_LEVEL * rng.standard_normal(duration * RATE)).astype(np.float32)
+        self.items: list[AudioItem] = []
+        self.cuts: list[tuple[Picture, int]] = []
+        self.used: set[str] = set()
+        self.spoken: set[str] = set()
+
+    def fits(self, start: float, length: float) -> bool:
+        return start >= 0.1 and start + length <= self.duration - 0.2
+
+    def add(self, wave: np.ndarray, item: AudioItem, start: float) -> AudioItem | None:
+        """Mix `wave` in at `start` (gain 0.5-0.9, as in v1) if it fits in the clip."""
+        start, length = round(start, 2), wave.size / RATE
+        if not self.fits(start, length):
+            return None
+        place(self.track, wave / max(float(np.abs(wave).max()), 1e-6), start, gain=float(self.rng.uniform(0.5, 0.9)))
+        item.start, item.end = start, round(start + length, 2)
+        self.items.append(item)
+        return item
+
+    def ring(self, start: float, reps: int) -> AudioItem:
+        """A phone ringing `reps` times back to back (as v1 repeats it)."""
+        snd = next(s for s in SOUNDS if s.name == "phone")
+        base = _trimmed(_sound(str(self.rng.choice(snd.files))))
+        gap = np.zeros(int(0.25 * RATE), np.float32)
+        wave = np.concatenate([p for _ in range(reps) for p in (base, gap)][:-1])
+        item = self.add(wave, AudioItem("sound", snd.name, 0, 0, snd.llp), start)
+        assert item is not None, "scripts start the phone early enough for it to fit"
+        return item
+
+    def alarm(self, start: float, seconds: float) -> AudioItem:
+        snd = next(s for s in SOUNDS if s.name == "alarm")
+        wave = _trimmed(_sound(str(self.rng.choice(snd.files))))[: int(seconds * RATE)]
+        item = self.add(wave, AudioItem("sound", snd.name, 0, 0, snd.llp), start)
+        assert item is not None, "scripts start the alarm early enough for it to fit"
+        return item
+
+    def say(self, start: float, voice: str) -> AudioItem | None:
+        """The first unspoken sentence of the split's bank (random order) that fits from `start`, or None."""
+        bank = sentences_for(self.split)
+        for k in self.rng.permutation(len(bank)):
+            text, topic = bank[int(k)]
+            if text in self.spoken:
+                continue
+            wave = _trimmed(speak(text, voice=voice, words_per_minute=int(self.rng.integers(*WORDS_PER_MINUTE))))
+            if self.fits(start, wave.size / RATE):
+                self.spoken.add(text)
+                return self.add(wave, AudioItem("speech", "speech", 0, 0, "Speech", text, topic, voice), start)
+            if self.duration - 0.2 - start < 1.5:  # no sentence is that short
+                return None
+        return None
+
+    def cue(self, cut: int) -> None:
+        """The cue click, ending just before a cut."""
+        wave = _trimmed(_sound(CUE_SOUND))
+        self.add(wave, AudioItem("distractor", CUE_SOUND, 0, 0, None), cut - wave.size / RATE
+                 - float(self.rng.uniform(0.1, 0.3)))
+
+    def cut(self, pic: Picture, at: int) -> None:
+        assert not self.cuts or at - self.cuts[-1][1] >= 3, "shots last at least 3 s"
+        self.cuts.append((pic, at))
+
+    def talk(self, start: float, voices: list[str], turns: int) -> float:
+        """Up to `turns` utterances, voices taking turns, separated by short regular pauses; the last end."""
+        end = start
+        for k in range(turns):
+            item = self.say(start, voices[k % len(voices)])
+            if item is None:
+                break
+            end = item.end
+            start = item.end + float(self.rng.uniform(*TURN_PAUSE_S))
+        return end
+
+    def close(self, after: float) -> None:
+        """Cut away from the last shot once its action is over, if a >= 3-s shot still fits."""
+        at = int(np.ceil(after + 0.3))
+        if self.duration - at >= 3 and at - self.cuts[-1][1] >= 3:
+            self.cut(_pick_picture(self.rng, self.used, person=False), at)
+
+    def shots(self) -> list[Shot]:
+        bounds = [at for _, at in self.cuts] + [self.duration]
+        return [Shot(pic.name, str(self.rng.choice(pic.images)), a, b, pic.llp, pic.person,
+                     bool(self.rng.random() < 0.5))
+                for (pic, a), b in zip(self.cuts, bounds[1:], strict=True)]
+
+
+def _answer(b: _ScriptBuilder, sound_end: float) -> None:
+    """After a phone or alarm: cut to a person who starts speaking, possibly twice; then maybe cut away."""
+    at = int(np.ceil(sound_end + b.rng.uniform(0.2, 0.8)))
+    b.cut(_pick_picture(b.rng, b.used, person=True), at)
+    voice = str(b.rng.choice(VOICES))
+    end = b.talk(at + float(b.rng.uniform(*REPLY_DELAY_S)), [voice], int(b.rng.integers(1, 3)))
+    b.close(end)
+
+
+def _script_phone_call(b: _ScriptBuilder) -> None:
+    """A picture; the phone rings 2-3 times; cut to a person who answers."""
+    b.cut(_pick_picture(b.rng, b.used, person=False), 0)
+    ring = b.ring(float(b.rng.uniform(0.3, 1.2)), int(b.rng.integers(2, 4)))
+    _answer(b, ring.end)
+
+
+def _script_alarm_answer(b: _ScriptBuilder) -> None:
+    """A picture; an alarm keeps sounding for 3-5.5 s; cut to a person who speaks ("turn that off")."""
+    b.cut(_pick_picture(b.rng, b.used, person=False), 0)
+    alarm = b.alarm(float(b.rng.uniform(0.3, 1.2)), float(b.rng.uniform(3.0, 5.5)))
+    _answer(b, alarm.end)
+
+
+def _script_conversation(b: _ScriptBuilder) -> None:
+    """Maybe an establishing shot; then a person on screen while two voices take turns."""
+    at = 0
+    if b.rng.random() < 0.5:
+        b.cut(_pick_picture(b.rng, b.used, person=False), 0)
+        at = int(b.rng.integers(3, 5))
+    b.cut(_pick_picture(b.rng, b.used, person=True), at)
+    voices = [str(v) for v in b.rng.choice(VOICES, size=2, replace=False)]
+    b.close(b.talk(at + float(b.rng.uniform(*REPLY_DELAY_S)), voices, 3))
+
+
+def _script_showcase(b: _ScriptBuilder) -> None:
+    """An unlabelled picture, then the cat and the motorcycle, each announced by the cue click and held
+    4-6 s; a closing shot (a person who speaks, half the time) when there is room."""
+    b.cut(_pick_picture(b.rng, b.used, person=False, labelled=False), 0)
+    at = int(b.rng.integers(3, 5))
+    for _ in range(2):
+        if b.duration - at < 4:
+            break
+        b.cue(at)
+        b.cut(_pick_picture(b.rng, b.used, person=False, labelled=True), at)
+        at += min(int(b.rng.integers(4, 7)), b.duration - at)
+    if b.duration - at >= 3:
+        person = b.rng.random() < 0.5
+        b.cue(at)
+        b.cut(_pick_picture(b.rng, b.used, person=bool(person), labelled=None if person else False), at)
+        if person:
+            b.talk(at + float(b.rng.uniform(*REPLY_DELAY_S)), [str(b.rng.choice(VOICES))], 1)
+
+
+_SCRIPT_FNS = {"phone_call": _script_phone_call, "alarm_answer": _script_alarm_answer,
+               "conversation": _script_conversation, "showcase": _script_showcase}
+
+
+def compose_scripted(rng: np.random.Generator, split: str, duration: int, script: str
+                     ) -> tuple[np.ndarray, list[AudioItem], list[Shot]]:
+    """Soundtrack, audio items and shots of one scripted clip; at most one random distractor (may overlap)."""
+    b = _ScriptBuilder(rng, split, duration)
+    _SCRIPT_FNS[script](b)
+    if rng.random() < 0.3:
+        name = str(rng.choice([d for d in DISTRACTOR_SOUNDS if d != CUE_SOUND]))
+        wave = _trimmed(_sound(name))
+        start = _place_item(rng, b.items, wave.size / RATE, duration, may_overlap=True)
+        if start is not None:
+            b.add(wave, AudioItem("distractor", name, 0, 0, None), start)
+    b.items.sort(key=lambda it: it.start)
+    return b.track, b.items, b.shots()
+
 
 def second_labels(truth: ClipTruth) -> dict[str, np.ndarray]:
     """Per-second LLP multi-hot labels `(T, 25)` for "audio" and "visual" from the composition."""
@@ -249,9 +441,25 @@ def _queries(rng: np.random.Generator, truth: ClipTruth) -> list[dict]:
     return out
 
 
-def compose_clip(clip_id: str, split: str, seed: int, index: int, min_s: int = 12, max_s: int = 16
-                 ) -> tuple[ClipTruth, np.ndarray]:
-    """The truth and soundtrack of clip `index` (its own RNG stream, so clips do not depend on each other)."""
+def is_scripted(seed: int, index: int, scripts: float) -> bool:
+    """Whether clip `index` follows a script (its own RNG stream, so v1 clips keep theirs untouched)."""
+    return scripts > 0 and float(np.random.default_rng([seed, 3, index]).random()) < scripts
+
+
+def compose_clip(clip_id: str, split: str, seed: int, index: int, min_s: int = 12, max_s: int = 16,
+                 scripts: float = 0.0) -> tuple[ClipTruth, np.ndarray]:
+    """The truth and soundtrack of clip `index` (its own RNG stream, so clips do not depend on each other).
+
+    A share `scripts` of the clips (drawn per clip) follows one of `SCRIPTS`; the rest are v1 clips."""
+    if is_scripted(seed, index, scripts):
+        rng = np.random.default_rng([seed, 4, index])
+        duration = int(rng.integers(min_s, max_s + 1))
+        fps = int(rng.choice([10, 12, 15]))
+        script = SCRIPTS[int(rng.integers(len(SCRIPTS)))]
+        track, audio, shots = compose_scripted(rng, split, duration, script)
+        truth = ClipTruth(clip_id, split, duration, fps, audio, shots, script=script)
+        truth.queries = _queries(rng, truth)
+        return truth, track
     rng = np.random.default_rng([seed, 2, index])
     duration = int(rng.integers(min_s, max_s + 1))
     fps = int(rng.choice([10, 12, 15]))
@@ -320,15 +528,21 @@ def write_split_files(root: Path, truths: list[ClipTruth], lengths: dict[str, in
 
 
 def compose_corpus(root: str | Path, n_clips: int, seed: int = 0, min_s: int = 12, max_s: int = 16,
-                   progress: bool = True) -> list[ClipTruth]:
-    """Write `clips/<id>.mp4`, `truth/<id>.json`, labels and split files under `root`; existing clips are kept."""
+                   progress: bool = True, scripts: float = 0.0) -> list[ClipTruth]:
+    """Write `clips/<id>.mp4`, `truth/<id>.json`, labels and split files under `root`; existing clips are kept.
+
+    `scripts` is the share of scripted clips (0 = the v1 corpus)."""
     if min_s < 6 or max_s < min_s:
         raise ValueError(f"need 6 <= min seconds <= max seconds (two shots of 3 s at least), got {min_s}..{max_s}")
+    if not 0.0 <= scripts <= 1.0:
+        raise ValueError(f"the share of scripted clips must be in [0, 1], got {scripts}")
+    if scripts > 0 and min_s < 10:
+        raise ValueError(f"scripted clips need at least 10 s (a sound, then a reply), got {min_s}")
     root = Path(root)
     splits = assign_splits(n_clips, seed)
     truths = []
     for i, (cid, split) in enumerate(zip(clip_ids(n_clips), splits, strict=True)):
-        truth, track = compose_clip(cid, split, seed, i, min_s, max_s)
+        truth, track = compose_clip(cid, split, seed, i, min_s, max_s, scripts)
         video = root / "clips" / f"{cid}.mp4"
         truth_path = root / "truth" / f"{cid}.json"
         if not (video.is_file() and truth_path.is_file()
@@ -339,9 +553,13 @@ def compose_corpus(root: str | Path, n_clips: int, seed: int = 0, min_s: int = 1
         write_labels(root, truth)
         truths.append(truth)
         if progress:
-            print(f"composed {cid} ({split}, {truth.duration} s, {len(truth.queries)} queries)", flush=True)
+            kind = f", {truth.script}" if truth.script else ""
+            print(f"composed {cid} ({split}{kind}, {truth.duration} s, {len(truth.queries)} queries)", flush=True)
     write_split_files(root, truths)
     meta = {"seed": seed, "clips": n_clips, "seconds": [min_s, max_s], "width": WIDTH, "height": HEIGHT,
             "splits": {s: sum(t.split == s for t in truths) for s in SPLIT_FRACTIONS}}
+    if scripts > 0:  # v1's corpus.json keeps its keys
+        meta["scripts"] = scripts
+        meta["scripted"] = {name: sum(t.script == name for t in truths) for name in SCRIPTS}
     (root / "corpus.json").write_text(json.dumps(meta, indent=1))
     return truths

@@ -2,6 +2,10 @@
 weights) on the training clips, score everything on the held-out test clips, ship the two defaults.
 
     python -m training.corpus.experiments --corpus data/corpus --runs data/corpus_runs [--ship]
+    python -m training.corpus.experiments --corpus data/corpus_v2 --runs data/corpus_v2_runs_seed88 \
+        --only prefm --seed 88                # another training seed, same recipe
+    python -m training.corpus.experiments --corpus data/corpus_v2 --runs data/corpus_v2_runs \
+        --only ship --ship-prefm              # ship PreFM alone; the grounder keeps its corpus
 
 It only calls the public entry points (`training.prefm.cli`, `training.trisense.cli`), so the numbers it
 prints are what `foresight eval prefm` / `foresight eval grounding` print on the same files. Results go to
@@ -84,11 +88,15 @@ def run_grounder(corpus: Path, runs: Path, extra: list[str]) -> dict:
     return payload
 
 
-def ship_defaults(corpus: Path, runs: Path) -> None:
-    """Copy the trained PreFM and grounder to the shipped paths, stamped with the corpus and test scores."""
+def ship_defaults(corpus: Path, runs: Path, grounder: bool = True) -> None:
+    """Copy the trained PreFM (and, unless `grounder` is False, the grounder) to the shipped paths, stamped
+    with the corpus and test scores. Each shipped file records its own corpus, so the two may come from
+    different corpora (the leakage test checks each against its own)."""
     prefm = json.loads((runs / "prefm_test.json").read_text())
     ship(runs / "prefm" / "prefm.pt", PREFM_SHIPPED, corpus_stamp(corpus, ("train",)),
          {"test": prefm["results"]["prefm"]})
+    if not grounder:
+        return
     grounding = json.loads((runs / "grounding_test.json").read_text())
     ship(runs / "grounder" / "grounder.pt", GROUNDER_SHIPPED, corpus_stamp(corpus, ("train", "val")),
          {"test_mean_over_settings": grounding["mean_over_settings"]})
@@ -100,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", required=True, help="where checkpoints and result JSON go")
     p.add_argument("--only", choices=["prefm", "grounder", "ship"], help="run one stage")
     p.add_argument("--ship", action="store_true", help="also copy the defaults into models/*/checkpoints/")
+    p.add_argument("--ship-prefm", action="store_true",
+                   help="copy only PreFM (from --runs) into models/prefm/checkpoints/; the grounder stays")
+    p.add_argument("--seed", type=int, help="training seed for PreFM (default: the recipe's 87)")
     a = p.parse_args(argv)
     import torch
 
@@ -110,13 +121,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs.mkdir(parents=True, exist_ok=True)
     if a.only in (None, "prefm"):
-        r = run_prefm(corpus, runs, [])
+        r = run_prefm(corpus, runs, [] if a.seed is None else ["--seed", str(a.seed)])
         print(json.dumps({k: {m: round(v[m], 2) for m in ("evt_f1_avg_audio", "evt_f1_avg_visual", "evt_f1_avg_av",
                                                               "mean_evt_f1") if m in v}
                           for k, v in r["results"].items()}, indent=1))
-    if a.only in (None, "grounder"):
+    if a.only in (None, "grounder") and not a.ship_prefm:
         print(run_grounder(corpus, runs, [])["table"])
-    if a.ship or a.only == "ship":
+    if a.ship_prefm:
+        ship_defaults(corpus, runs, grounder=False)
+        print(f"shipped {PREFM_SHIPPED}")
+    elif a.ship or a.only == "ship":
         ship_defaults(corpus, runs)
         print(f"shipped {PREFM_SHIPPED} and {GROUNDER_SHIPPED}")
     return 0

@@ -17,12 +17,13 @@ from training.corpus.compose import load_truths
 
 
 def corpus_stamp(corpus_root: str | Path, trained_on: tuple[str, ...] = ("train",)) -> dict:
-    """Seed, clip count and the ids of the clips in the splits a model was trained on."""
+    """Seed, clip count, share of scripted clips (0 = v1) and the ids of the clips in the splits a model was
+    trained on: enough to rebuild that corpus's splits and check the model never saw its test clips."""
     root = Path(corpus_root)
     meta = json.loads((root / "corpus.json").read_text())
     ids = [t.clip_id for t in load_truths(root) if t.split in trained_on]
-    return {"seed": meta["seed"], "clips": meta["clips"], "seconds": meta["seconds"],
-            "trained_on": list(trained_on), "train_ids": ids}
+    return {"name": root.name, "seed": meta["seed"], "clips": meta["clips"], "seconds": meta["seconds"],
+            "scripts": meta.get("scripts", 0.0), "trained_on": list(trained_on), "train_ids": ids}
 
 
 def ship(src: str | Path, dst: str | Path, stamp: dict, extra: dict | None = None, max_mb: float = 5.0) -> Path:
