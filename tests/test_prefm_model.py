@@ -69,13 +69,13 @@ def test_clap_pooling_equals_upsample_then_linear_path():
     torch.testing.assert_close(ours, ref, atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize("kind", ["avvp_st_1fps", "avel_clap"])
+@pytest.mark.parametrize("kind", ["avvp_st_1fps", "avel_clap", "avvp_positional"])
 def test_ring_buffer_matches_batch_windows(kind):
     torch.manual_seed(1)
     rng = np.random.default_rng(0)
     seconds = 23
-    if kind == "avvp_st_1fps":
-        cfg = tiny(st_dim=7, class_names=[f"c{i}" for i in range(6)])
+    if kind.startswith("avvp"):
+        cfg = tiny(st_dim=7, class_names=[f"c{i}" for i in range(6)], positional=kind == "avvp_positional")
         audio = rng.standard_normal((seconds, 12)).astype(np.float32)
         st = rng.standard_normal((seconds, 7)).astype(np.float32)
     else:
@@ -95,6 +95,19 @@ def test_ring_buffer_matches_batch_windows(kind):
             np.testing.assert_allclose(r.audio, batch["audio"][t], atol=1e-5)
             np.testing.assert_allclose(r.visual, batch["visual"][t], atol=1e-5)
     assert batch["av"].shape == (seconds, 6) and batch["future_av"].shape == (seconds, 5, 6)
+
+
+def test_recency_encoding_lets_the_window_tell_now_from_before():
+    """Without encodings (the paper) the newest output ignores the order of older seconds; with them it does not."""
+    torch.manual_seed(3)
+    x_a, x_v = torch.randn(1, 10, 16), torch.randn(1, 10, 16)
+    swap = torch.tensor([1, 0, 2, 3, 4, 5, 6, 7, 8, 9])  # reorder the two oldest seconds
+    for positional, same in ((False, True), (True, False)):
+        model = PreFM(tiny(positional=positional)).eval()
+        now = model.forward_tokens(x_a, x_v).logits[0, 9]
+        now_swapped = model.forward_tokens(x_a[:, swap], x_v[:, swap]).logits[0, 9]
+        assert torch.allclose(now, now_swapped, atol=1e-5) is same
+    assert PreFMConfig.from_dict(tiny(positional=True).to_dict()).positional is True
 
 
 def test_online_predictions_never_look_ahead():

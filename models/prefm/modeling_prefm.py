@@ -52,6 +52,7 @@ class PreFMConfig:
     teacher_dim: int | None = None  # dimension of teacher features for distillation (ONE-PEACE: 1536)
     audio_rate: str = "1fps"  # "1fps": one vector per second; "clap_maps": 64 CLAP rows per 10 s
     use_future: bool = True
+    positional: bool = False  # add sinusoidal "seconds ago" encodings (our extension; the paper has none)
     class_names: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -181,6 +182,21 @@ class TimeModalityBlock(nn.Module):
         return self.norm2(x + self.drop_ffn(self.ffn(x)))
 
 
+def recency_encoding(steps: int, d_model: int) -> torch.Tensor:
+    """(steps, d) sinusoidal encodings of "seconds before the newest step" (newest = 0).
+
+    Without them the network is permutation-equivariant over the window: it cannot tell the newest
+    second from older ones, so the future queries read an unordered bag of the last ``Lc`` seconds.
+    Counting back from the newest step gives the same code to "now" in every window, live or offline.
+    """
+    ago = torch.arange(steps - 1, -1, -1, dtype=torch.float32)[:, None]
+    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-torch.log(torch.tensor(10_000.0)) / d_model))
+    enc = torch.zeros(steps, d_model)
+    enc[:, 0::2] = torch.sin(ago * freq)
+    enc[:, 1::2] = torch.cos(ago * freq)[:, : d_model // 2]
+    return enc
+
+
 def clap_window_pooling(frames: int = CLAP_FRAMES_PER_WINDOW, steps: int = 10) -> torch.Tensor:
     """The (steps x frames) linear map the authors apply to a 10-s CLAP map before ``fc_a``.
 
@@ -285,6 +301,9 @@ class PreFM(nn.Module):
         """The network after the input projections: (B, T, d) audio and visual tokens."""
         if a.shape[1] != v.shape[1]:
             raise ValueError(f"audio gives {a.shape[1]} steps but visual has {v.shape[1]}")
+        if self.config.positional:
+            enc = recency_encoding(a.shape[1], self.config.d_model).to(a)
+            a, v = a + enc, v + enc
 
         for layer in self.encoder:
             a = layer(a, v)

@@ -29,7 +29,7 @@ PREFM_SHIPPED = ROOT / "models" / "prefm" / "checkpoints" / "embedded_llp.pt"
 GROUNDER_SHIPPED = ROOT / "models" / "trisense" / "checkpoints" / "embedded.pt"
 
 PREFM_TRAIN = ["--preset", "small", "--epochs", "300", "--batch-size", "32", "--lr", "5e-4", "--lr-min", "5e-6",
-               "--warmup", "20", "--val-every", "10", "--seed", "87", "--quiet"]
+               "--warmup", "20", "--val-every", "10", "--seed", "87", "--positional", "--quiet"]
 GROUNDER_TRAIN = ["--epochs", "120", "--batch-size", "32", "--lr", "1e-3", "--seed", "0", "--no-progress"]
 
 

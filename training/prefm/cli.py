@@ -57,6 +57,8 @@ def train_main(argv: list[str]) -> int:
     p.add_argument("--ff", type=int)
     p.add_argument("--layers", type=int)
     p.add_argument("--heads", type=int)
+    p.add_argument("--positional", action="store_true",
+                   help="add 'seconds ago' encodings to the window (our extension; the paper has none)")
     p.add_argument("--epochs", type=int, default=60)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, default=5e-4)
@@ -75,7 +77,7 @@ def train_main(argv: list[str]) -> int:
         val_store = _store(a, a.val_split) if a.val_split else None
         overrides = {k: v for k, v in {"d_model": a.d_model, "ff": a.ff, "layers": a.layers, "heads": a.heads}.items()
                      if v is not None}
-        base = preset(a.preset, **overrides)
+        base = preset(a.preset, **overrides, positional=a.positional)
         train_store.clip(0)
     except (FileNotFoundError, ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
