@@ -1,6 +1,7 @@
 """PreFM cost on one CPU thread: parameters and milliseconds per online step (one second of stream).
 
-For the paper's two sizes and our small preset, it times ``OnlineParser.step`` (ring buffer + one
+For the paper's two sizes, our small preset and the shipped checkpoint's configuration (weights do
+not change the cost, so random ones are timed), it times ``OnlineParser.step`` (ring buffer + one
 forward over the 10-s window) for PreFM and for the same network without future modeling, and prints
 the ratio of the two measured in the same run. Times depend on the machine and its load; nothing is
 asserted. Usage: ``python benchmarks/prefm.py [--steps N] [--json]``.
@@ -13,6 +14,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +22,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from models.prefm.modeling_prefm import PreFM, preset  # noqa: E402
+from models.prefm.modeling_prefm import PreFM, PreFMConfig, preset  # noqa: E402
 from models.prefm.online import OnlineParser, clap_frame_bounds  # noqa: E402
+
+SHIPPED = Path(__file__).resolve().parents[1] / "models" / "prefm" / "checkpoints" / "embedded_llp.pt"
 
 
 def time_steps(model: PreFM, steps: int, warmup: int = 5) -> float:
@@ -53,9 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     rows = []
-    for name in ("paper_avvp", "paper_avel", "small"):
-        prefm = PreFM(preset(name)).eval()
-        ablation = PreFM(preset(name, use_future=False)).eval()
+    shipped = PreFMConfig.from_dict(torch.load(SHIPPED, weights_only=True)["config"]) if SHIPPED.is_file() else None
+    configs = {name: preset(name) for name in ("paper_avvp", "paper_avel", "small")}
+    if shipped is not None:  # the shipped default: small, real input sizes, recency encodings
+        configs["shipped"] = shipped
+    for name, cfg in configs.items():
+        prefm = PreFM(replace(cfg, use_future=True)).eval()
+        ablation = PreFM(replace(cfg, use_future=False)).eval()
         ms, ms_ref = time_steps(prefm, a.steps), time_steps(ablation, a.steps)
         rows.append({"preset": name, "params_M": prefm.num_parameters() / 1e6,
                      "params_with_teacher_proj_M": prefm.num_parameters(inference_only=False) / 1e6,
