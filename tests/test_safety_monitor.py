@@ -303,7 +303,7 @@ def test_eval_cli_with_judge_tier(tmp_path, capsys):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     argv = ["--logs", str(path), "--json", "--runs", "3", "--no-embeddings", "--threshold", "0.0", "--no-replay",
-            "--judge-url", url]
+            "--judge-timeout", "5", "--judge-url", url]
     try:
         _RuleJudge.risk = True
         assert eval_main(argv) == 0
@@ -316,6 +316,7 @@ def test_eval_cli_with_judge_tier(tmp_path, capsys):
         assert out["accuracy"] == out["false_alarm_rate"] == 0.0 and out["judge_failures"] == 0
     finally:
         server.shutdown()
+        server.server_close()  # closed port: calls are refused at once
     assert eval_main(argv[:-1] + ["ftp://nowhere"]) == 2
     assert "judge URL" in capsys.readouterr().err
     dead = eval_main(argv[:-1] + [url])  # server gone: every call fails, retrieval's answer stays
