@@ -75,17 +75,11 @@ def eval_main(argv: list[str]) -> int:
         except FileNotFoundError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    judge = None
-    if args.judge_url:
-        import os
-
-        from models.safety.judge import ChatJudge
-        try:
-            judge = ChatJudge(args.judge_url, args.judge_model, args.judge_timeout,
-                              os.environ.get(config.judge_api_key_env))
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+    try:
+        judge = config.make_judge()
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     scored = score_scenarios(scenarios, retriever, runs=args.runs, gate=gate, keep_evidence=not args.drop_evidence,
                              judge=judge, judge_k=config.top_k)
     result = metrics(scored, config.threshold)

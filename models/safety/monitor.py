@@ -57,6 +57,12 @@ class SafetyConfig:
     judge_api_key_env: str = "FORESIGHT_JUDGE_API_KEY"
     fast: FastRuleConfig = field(default_factory=FastRuleConfig)
 
+    def make_judge(self) -> ChatJudge | None:
+        """The configured tier-(c) judge (API key from `judge_api_key_env`), or None when no URL is set."""
+        if not self.judge_url:
+            return None
+        return ChatJudge(self.judge_url, self.judge_model, self.judge_timeout_s, os.environ.get(self.judge_api_key_env))
+
     def __post_init__(self) -> None:
         if self.threshold is None:
             self.threshold = GATE_THRESHOLD if self.use_embeddings and self.use_gate else SCORE_THRESHOLD
@@ -84,10 +90,7 @@ class SafetyMonitor:
             self.gate = gate or RiskGate.load(cfg.gate_file or GATE_FILE)
         self.fast = FastRules(cfg.fast)
         self.log = ObservationLog(cfg.segment_s, cfg.window_segments)
-        self.judge = None
-        if cfg.judge_url:
-            self.judge = ChatJudge(cfg.judge_url, cfg.judge_model, cfg.judge_timeout_s,
-                                   os.environ.get(cfg.judge_api_key_env))
+        self.judge = cfg.make_judge()
         self._last_by_rule: dict[str, float] = {}
         self._recent: deque[float] = deque()
         self._live = False  # True once fed live seconds: their logs need non-speech corroboration
