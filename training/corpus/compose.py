@@ -172,6 +172,26 @@ def _place_item(rng: np.random.Generator, items: list[AudioItem], length_s: floa
     return None
 
 
+def _repeated(base: np.ndarray, reps: int) -> np.ndarray:
+    """`base` played `reps` times back to back with 0.25-s gaps (a phone that keeps ringing)."""
+    gap = np.zeros(int(0.25 * RATE), np.float32)
+    return np.concatenate([p for _ in range(reps) for p in (base, gap)][:-1])
+
+
+def _utterance(rng: np.random.Generator, text: str, voice: str) -> np.ndarray:
+    """`text` spoken by espeak-ng in `voice` at a random rate, leading/trailing silence trimmed."""
+    return _trimmed(speak(text, voice=voice, words_per_minute=int(rng.integers(*WORDS_PER_MINUTE))))
+
+
+def _mix_in(rng: np.random.Generator, track: np.ndarray, items: list[AudioItem], wave: np.ndarray,
+            item: AudioItem, start: float) -> AudioItem:
+    """Mix `wave` into `track` at `start`, peak-normalised with a gain of 0.5-0.9, and record its extent."""
+    place(track, wave / max(float(np.abs(wave).max()), 1e-6), start, gain=float(rng.uniform(0.5, 0.9)))
+    item.start, item.end = start, round(start + wave.size / RATE, 2)
+    items.append(item)
+    return item
+
+
 def _compose_audio(rng: np.random.Generator, split: str, duration: int) -> tuple[np.ndarray, list[AudioItem]]:
     track = (NOISE_LEVEL * rng.standard_normal(duration * RATE)).astype(np.float32)
     items: list[AudioItem] = []
@@ -179,9 +199,7 @@ def _compose_audio(rng: np.random.Generator, split: str, duration: int) -> tuple
     for snd in SOUNDS:
         if rng.random() < 0.5:
             base = _trimmed(_sound(str(rng.choice(snd.files))))
-            reps = int(rng.integers(snd.repeat[0], snd.repeat[1] + 1))
-            gap = np.zeros(int(0.25 * RATE), np.float32)
-            wave = np.concatenate([p for _ in range(reps) for p in (base, gap)][:-1])
+            wave = _repeated(base, int(rng.integers(snd.repeat[0], snd.repeat[1] + 1)))
             wave = wave[: int(rng.uniform(2.0, snd.max_s) * RATE)] if wave.size / RATE > snd.max_s else wave
             pending.append((wave, AudioItem("sound", snd.name, 0, 0, snd.llp)))
     n_speech = int(rng.choice([0, 1, 1, 2, 2, 2]))
@@ -189,7 +207,7 @@ def _compose_audio(rng: np.random.Generator, split: str, duration: int) -> tuple
     for k in rng.choice(len(bank), size=n_speech, replace=False):
         text, topic = bank[int(k)]
         voice = str(rng.choice(VOICES))
-        wave = _trimmed(speak(text, voice=voice, words_per_minute=int(rng.integers(*WORDS_PER_MINUTE))))
+        wave = _utterance(rng, text, voice)
         pending.append((wave, AudioItem("speech", "speech", 0, 0, "Speech", text, topic, voice)))
     for name in rng.choice(DISTRACTOR_SOUNDS, size=int(rng.integers(0, 3)), replace=False):
         pending.append((_trimmed(_sound(str(name))), AudioItem("distractor", str(name), 0, 0, None)))
@@ -199,28 +217,31 @@ def _compose_audio(rng: np.random.Generator, split: str, duration: int) -> tuple
         # distractors may overlap anything; 15 % of the labelled sources may overlap the others
         may_overlap = item.kind == "distractor" or rng.random() < 0.15
         start = _place_item(rng, items, length, duration, may_overlap)
-        if start is None:
-            continue
-        gain = float(rng.uniform(0.5, 0.9))
-        place(track, wave / max(float(np.abs(wave).max()), 1e-6), start, gain=gain)
-        item.start, item.end = start, round(start + length, 2)
-        items.append(item)
+        if start is not None:
+            _mix_in(rng, track, items, wave, item, start)
     items.sort(key=lambda it: it.start)
     return track, items
+
+
+def _picture_weight(pic: Picture) -> float:
+    """How often a picture category is drawn: LLP pictures most, then people, then the others."""
+    return 0.2 if pic.llp else 0.15 if pic.person else 0.07
+
+
+def _shot(rng: np.random.Generator, pic: Picture, start: int, end: int) -> Shot:
+    """A shot of `pic` from `start` to `end`: one of its images, randomly mirrored."""
+    return Shot(pic.name, str(rng.choice(pic.images)), int(start), int(end), pic.llp, pic.person,
+                bool(rng.random() < 0.5))
 
 
 def _compose_shots(rng: np.random.Generator, duration: int) -> list[Shot]:
     n = min(int(rng.integers(2, 5)), duration // 3)
     lengths = 3 + rng.multinomial(duration - 3 * n, rng.dirichlet(np.ones(n)))
     bounds = [0, *np.cumsum(lengths).tolist()]
-    weights = np.array([0.2 if p.llp else 0.15 if p.person else 0.07 for p in PICTURES])
+    weights = np.array([_picture_weight(p) for p in PICTURES])
     picks = rng.choice(len(PICTURES), size=len(bounds) - 1, replace=False, p=weights / weights.sum())
-    shots = []
-    for (a, b), k in zip(zip(bounds[:-1], bounds[1:], strict=True), picks, strict=True):
-        pic: Picture = PICTURES[int(k)]
-        shots.append(Shot(pic.name, str(rng.choice(pic.images)), int(a), int(b), pic.llp, pic.person,
-                          bool(rng.random() < 0.5)))
-    return shots
+    return [_shot(rng, PICTURES[int(k)], a, b)
+            for (a, b), k in zip(zip(bounds[:-1], bounds[1:], strict=True), picks, strict=True)]
 
 # --------------------------------------------------------------------------------------------------
 # Scripted composition (corpus v2)
@@ -231,7 +252,7 @@ def _pick_picture(rng: np.random.Generator, used: set[str], person: bool, labell
     """A picture category not yet in the clip, weighted as in v1; `labelled` restricts to (non-)LLP pictures."""
     pool = [p for p in PICTURES if p.person == person and p.name not in used
             and (labelled is None or bool(p.llp) == labelled)]
-    weights = np.array([0.2 if p.llp else 0.15 if p.person else 0.07 for p in pool])
+    weights = np.array([_picture_weight(p) for p in pool])
     pic = pool[int(rng.choice(len(pool), p=weights / weights.sum()))]
     used.add(pic.name)
     return pic
@@ -254,20 +275,15 @@ class _ScriptBuilder:
 
     def add(self, wave: np.ndarray, item: AudioItem, start: float) -> AudioItem | None:
         """Mix `wave` in at `start` (gain 0.5-0.9, as in v1) if it fits in the clip."""
-        start, length = round(start, 2), wave.size / RATE
-        if not self.fits(start, length):
+        start = round(start, 2)
+        if not self.fits(start, wave.size / RATE):
             return None
-        place(self.track, wave / max(float(np.abs(wave).max()), 1e-6), start, gain=float(self.rng.uniform(0.5, 0.9)))
-        item.start, item.end = start, round(start + length, 2)
-        self.items.append(item)
-        return item
+        return _mix_in(self.rng, self.track, self.items, wave, item, start)
 
     def ring(self, start: float, reps: int) -> AudioItem:
         """A phone ringing `reps` times back to back (as v1 repeats it)."""
         snd = next(s for s in SOUNDS if s.name == "phone")
-        base = _trimmed(_sound(str(self.rng.choice(snd.files))))
-        gap = np.zeros(int(0.25 * RATE), np.float32)
-        wave = np.concatenate([p for _ in range(reps) for p in (base, gap)][:-1])
+        wave = _repeated(_trimmed(_sound(str(self.rng.choice(snd.files)))), reps)
         item = self.add(wave, AudioItem("sound", snd.name, 0, 0, snd.llp), start)
         assert item is not None, "scripts start the phone early enough for it to fit"
         return item
@@ -286,7 +302,7 @@ class _ScriptBuilder:
             text, topic = bank[int(k)]
             if text in self.spoken:
                 continue
-            wave = _trimmed(speak(text, voice=voice, words_per_minute=int(self.rng.integers(*WORDS_PER_MINUTE))))
+            wave = _utterance(self.rng, text, voice)
             if self.fits(start, wave.size / RATE):
                 self.spoken.add(text)
                 return self.add(wave, AudioItem("speech", "speech", 0, 0, "Speech", text, topic, voice), start)
@@ -323,9 +339,7 @@ class _ScriptBuilder:
 
     def shots(self) -> list[Shot]:
         bounds = [at for _, at in self.cuts] + [self.duration]
-        return [Shot(pic.name, str(self.rng.choice(pic.images)), a, b, pic.llp, pic.person,
-                     bool(self.rng.random() < 0.5))
-                for (pic, a), b in zip(self.cuts, bounds[1:], strict=True)]
+        return [_shot(self.rng, pic, a, b) for (pic, a), b in zip(self.cuts, bounds[1:], strict=True)]
 
 
 def _answer(b: _ScriptBuilder, sound_end: float) -> None:
