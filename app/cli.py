@@ -158,12 +158,24 @@ TRAIN_EVAL = {
     ("eval", "grounding"): "training.trisense.cli:eval_main",
     ("eval", "safety"): "models.safety.cli:eval_main",
     ("train", "corpus"): "training.corpus.cli:build_main",
+    ("eval", "training"): "training.cli:eval_training_main",
 }
+
+
+def _training_methods() -> list[str]:
+    """The method packages of `training/` (each `foresight train <method>`), found without importing them."""
+    from training.experiment import method_names
+
+    return method_names()
 
 
 def cmd_train_eval(args) -> int:
     import importlib
 
+    if (args.command, args.model) not in TRAIN_EVAL:
+        from training.cli import train_method_main
+
+        return int(train_method_main(args.model, args.rest) or 0)
     module, func = TRAIN_EVAL[(args.command, args.model)].split(":")
     return int(getattr(importlib.import_module(module), func)(args.rest) or 0)
 
@@ -207,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=cmd_delegated)
 
     for verb, what in (("train", "train a model or build a corpus"), ("eval", "evaluate a model")):
-        names = sorted(name for v, name in TRAIN_EVAL if v == verb)
+        names = sorted([name for v, name in TRAIN_EVAL if v == verb] + (_training_methods() if verb == "train" else []))
         p = sub.add_parser(verb, help=f"{what}: {', '.join(names)} (see `foresight {verb} NAME --help`)",
                            add_help=False)
         p.add_argument("model", choices=names)
@@ -225,7 +237,8 @@ def _delegate(argv: list[str]) -> argparse.Namespace | None:
     (argparse's REMAINDER would swallow or reject a leading `--help`)."""
     if argv and argv[0] in DELEGATED:
         return argparse.Namespace(command=argv[0], rest=argv[1:], func=cmd_delegated, debug=False)
-    if len(argv) >= 2 and (argv[0], argv[1]) in TRAIN_EVAL:
+    if len(argv) >= 2 and ((argv[0], argv[1]) in TRAIN_EVAL
+                           or (argv[0] == "train" and argv[1] in _training_methods())):
         return argparse.Namespace(command=argv[0], model=argv[1], rest=argv[2:], func=cmd_train_eval, debug=False)
     return None
 
