@@ -13,6 +13,8 @@ policy was solved:
 - `degraded`: a poorer captioner (twice the drop/swap/paraphrase rates), evidence may be lost.
 
 Every other score comes from the fold model that never saw the log, so those histograms are held out.
+`folds` splits each condition's histograms by that fold (5 folds by a hash of the log text): the spread
+of the gate's behaviour between folds is the uncertainty of a sensor model estimated from ~45 logs.
 Needs the PaSBench dev logs and MiniLM; about 2-4 minutes on one core. The committed JSON is what the
 experiment and the shipped escalation policy read, so they run without either.
 """
@@ -49,19 +51,21 @@ def measure(logs_file: str | None = None, runs: int = 2, limit: int | None = Non
     from models.safety.perturb import perturb_log
     from models.safety.replay import evidence_sentence, risky_segment
     from models.safety.retrieval import BACKGROUND_FILE, RuleRetriever
-    from models.safety.risk_gate import RiskGate, gate_features
+    from models.safety.risk_gate import RiskGate, gate_features, log_fold
 
     scenarios = load_scenarios(logs_file)[:limit]
     retriever = RuleRetriever(load_rules(), SentenceEmbedder(), background=BACKGROUND_FILE)
     gate = RiskGate.load()
     configs = _perturb_configs()
     scores: dict[str, list[list[float]]] = {c: [[], []] for c in CONDITIONS}
+    folds: dict[str, list[list[int]]] = {c: [[], []] for c in CONDITIONS}
 
     def score(segs, log: str, full: bool = False) -> float:
         a = retriever.analyse([s.text() for s in segs])
         return float(gate.full(gate_features(a)[None])[0]) if full else gate.probability(a, log)
 
     for sc in tqdm(scenarios, desc="gate sensors", unit="log", file=sys.stderr, disable=not progress):
+        before = {c: (len(scores[c][0]), len(scores[c][1])) for c in CONDITIONS}
         segments = parse_log(sc.log)
         k = risky_segment(segments, sc.trigger)
         keep = evidence_sentence(segments[-1], sc.trigger) if k == len(segments) - 1 else None
@@ -74,10 +78,20 @@ def measure(logs_file: str | None = None, runs: int = 2, limit: int | None = Non
             for seed in range(runs):
                 scores[name][1].append(score(perturb_log(segments, seed, cfg, keep=kept), sc.log))
                 scores[name][0] += [score(perturb_log(segments[:j], seed, cfg), sc.log) for j in range(1, k + 1)]
+        fold = log_fold(sc.log, len(gate.folds))
+        for c in CONDITIONS:
+            for cls in (0, 1):
+                folds[c][cls] += [fold] * (len(scores[c][cls]) - before[c][cls])
     edges = np.linspace(0.0, 1.0, GRID + 1)
-    hist = {c: {cls: np.histogram(np.clip(v, 0, 1), edges)[0].astype(int).tolist()
-                for cls, v in zip(("safe", "risky"), scores[c], strict=True)} for c in CONDITIONS}
-    return {"grid": GRID, "logs": len(scenarios), "runs": runs, "conditions": hist,
+
+    def histogram(values) -> list[int]:
+        return np.histogram(np.clip(values, 0, 1), edges)[0].astype(int).tolist()
+
+    hist = {c: {cls: histogram(v) for cls, v in zip(("safe", "risky"), scores[c], strict=True)} for c in CONDITIONS}
+    by_fold = {c: [{cls: histogram(np.asarray(v)[np.asarray(folds[c][i]) == f])
+                    for i, (cls, v) in enumerate(zip(("safe", "risky"), scores[c], strict=True))}
+                   for f in range(len(gate.folds))] for c in CONDITIONS}
+    return {"grid": GRID, "logs": len(scenarios), "runs": runs, "conditions": hist, "folds": by_fold,
             "mean": {c: {cls: float(np.mean(v)) for cls, v in zip(("safe", "risky"), scores[c], strict=True)}
                      for c in CONDITIONS}}
 

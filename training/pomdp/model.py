@@ -21,7 +21,7 @@ class POMDP:
     """T [A,S,S'], O [A,S',Z], R [A,S], discount; names for printing."""
 
     T: np.ndarray
-    O: np.ndarray
+    O: np.ndarray  # noqa: E741 - the POMDP literature's name for the observation function
     R: np.ndarray
     discount: float
     actions: tuple[str, ...] = ()
@@ -85,17 +85,17 @@ def product(me: MEPOMDP) -> tuple[POMDP, np.ndarray]:
     n, s = me.n, me.envs[0].n_states
     a, z = me.envs[0].n_actions, me.envs[0].n_observations
     T = np.zeros((a, n * s, n * s))
-    O = np.zeros((a, n * s, z))
+    obs = np.zeros((a, n * s, z))
     R = np.zeros((a, n * s))
     vertices = np.zeros((n, n * s))
     for i, e in enumerate(me.envs):
         block = slice(i * s, (i + 1) * s)
         T[:, block, block] = e.T
-        O[:, block] = e.O
+        obs[:, block] = e.O
         R[:, block] = e.R
         vertices[i, block] = me.initial[i]
     first = me.envs[0]
-    return POMDP(T, O, R, first.discount, first.actions, first.observations), vertices
+    return POMDP(T, obs, R, first.discount, first.actions, first.observations), vertices
 
 
 def environment_block(values: np.ndarray, i: int, n_states: int) -> np.ndarray:

@@ -7,8 +7,8 @@ case of the other).
 
 Escalation: hidden state safe / risky, one step per closed log segment. Actions watch, warn, alarm.
 Observation: the risk gate's probability for the newest segment, binned at `EDGES`; each environment
-is the gate's measured score histogram under one condition (`gate_sensors.py`), smoothed by half a
-count per bin. Risk starts with the per-segment hazard measured on the dev logs and persists until
+is one measured score histogram of the gate (`gate_sensors.py`: per condition, or per held-out fold),
+smoothed by half a count per bin. Risk starts with the per-segment hazard measured on the dev logs and persists until
 handled: a warning is heeded half the time, an alarm always. Costs per segment (fixed before solving,
 in `EscalationCosts`): unattended risk -5, a warning -1 (nuisance or not), a false alarm -10.
 """
@@ -30,9 +30,9 @@ def tiger(hear_left_if_left: float, hear_left_if_right: float, discount: float =
     """Tiger with a given sensor; states (tiger-left, tiger-right), actions (listen, open-left, open-right)."""
     T = np.stack([np.eye(2), np.full((2, 2), 0.5), np.full((2, 2), 0.5)])
     listen = np.array([[hear_left_if_left, 1 - hear_left_if_left], [hear_left_if_right, 1 - hear_left_if_right]])
-    O = np.stack([listen, np.full((2, 2), 0.5), np.full((2, 2), 0.5)])
+    obs = np.stack([listen, np.full((2, 2), 0.5), np.full((2, 2), 0.5)])
     R = np.array([[-1.0, -1.0], [-100.0, 10.0], [10.0, -100.0]])
-    return POMDP(T, O, R, discount, ("listen", "open-left", "open-right"), ("hear-left", "hear-right"))
+    return POMDP(T, obs, R, discount, ("listen", "open-left", "open-right"), ("hear-left", "hear-right"))
 
 
 def me_tiger() -> MEPOMDP:
@@ -77,17 +77,25 @@ def escalation_pomdp(sensor: np.ndarray, onset: float, costs: EscalationCosts = 
         return np.array([[1 - onset, onset], [p * (1 - onset), 1 - p * (1 - onset)]])
 
     T = np.stack([handled(0.0), handled(costs.heed), handled(1.0)])
-    O = np.broadcast_to(sensor, (3, *sensor.shape)).copy()
+    obs = np.broadcast_to(sensor, (3, *sensor.shape)).copy()
     R = np.array([[0.0, -costs.miss], [-costs.warning, -costs.warning], [-costs.false_alarm, 0.0]])
     names = tuple(f"p {a:.1f}-{b:.1f}" for a, b in zip(EDGES[:-1], EDGES[1:], strict=True))
-    return POMDP(T, O, R, discount, ESCALATION_ACTIONS, names)
+    return POMDP(T, obs, R, discount, ESCALATION_ACTIONS, names)
 
 
-def me_escalation(measured: dict, conditions: tuple[str, ...] | None = None,
-                  costs: EscalationCosts = EscalationCosts()) -> MEPOMDP:
-    """One environment per measured gate condition; every stream starts safe."""
-    conditions = conditions or tuple(measured["conditions"])
+def sensor_sets(measured: dict) -> dict[str, dict[str, dict]]:
+    """Named environment sets: the four measurement conditions, and the five held-out folds of the
+    perturbed condition (the spread of a sensor model estimated from a fifth of the logs)."""
+    folds = measured.get("folds", {}).get("perturbed", [])
+    return {"conditions": dict(measured["conditions"]),
+            "folds": {f"fold {i}": h for i, h in enumerate(folds)}}
+
+
+def me_escalation(measured: dict, envset: str = "folds", costs: EscalationCosts = EscalationCosts()) -> MEPOMDP:
+    """One environment per sensor model of `envset` (see `sensor_sets`); every stream starts safe."""
+    sensors = sensor_sets(measured)[envset]
+    if not sensors:
+        raise ValueError(f"the measurement has no {envset!r} sensor models")
     onset = hazard(measured)
-    envs = tuple(escalation_pomdp(sensor_model(measured["conditions"][c], measured["grid"]), onset, costs)
-                 for c in conditions)
-    return MEPOMDP(envs, np.tile([1.0, 0.0], (len(envs), 1)), conditions)
+    envs = tuple(escalation_pomdp(sensor_model(h, measured["grid"]), onset, costs) for h in sensors.values())
+    return MEPOMDP(envs, np.tile([1.0, 0.0], (len(envs), 1)), tuple(sensors))
