@@ -112,16 +112,22 @@ def test_gate_histograms_make_sensor_models():
         assert np.allclose(s.sum(1), 1) and s[1, -1] > s[0, -1] and s[0, 0] > s[1, 0]  # the gate separates
 
 
-def test_escalation_robust_policy_beats_single_sensor_policies_in_the_worst_case():
+def test_escalation_robust_policy_is_never_worse_than_a_single_sensor_policy_in_the_worst_case():
+    """The measured gate folds are ordered: one sensor model (the adversary's pick) is the hardest for every
+    policy, so the robust policy is that model's own policy and strictly beats the other four."""
     me = me_escalation(load(), "folds")
     sol = solve(me, 25, "point", n_beliefs=150, rounds=3)
     robust_worst = (sol.mixture @ sol.values).min()
-    singles = []
+    hardest = int(np.argmax(sol.prior))
+    assert sol.prior[hardest] == pytest.approx(1.0)
     for i in range(me.n):
         plans = single_environment(me, i, 25, n_beliefs=150)
         root = plans.best_root(me.initial[i])
-        singles.append(min(evaluate(plans, e)[0][root] @ b for e, b in zip(me.envs, me.initial, strict=True)))
-    assert robust_worst > max(singles)
+        worst = min(evaluate(plans, e)[0][root] @ b for e, b in zip(me.envs, me.initial, strict=True))
+        if i == hardest:
+            assert robust_worst == pytest.approx(worst, abs=1e-6)
+        else:
+            assert robust_worst > worst + 0.1
 
 
 def test_shipped_escalation_policy_is_what_the_solver_writes():
@@ -134,8 +140,8 @@ def test_escalation_policy_watches_warns_and_alarms():
     pol = EscalationPolicy.load()
     assert [pol.step(0.02) for _ in range(5)] == ["watch"] * 5
     levels = [pol.step(0.97) for _ in range(6)]
-    assert levels[-1] == "alarm" and "watch" not in levels[1:]
-    assert pol.risk() < 0.5  # after an alarm the risk is believed handled
+    assert "alarm" in levels and "watch" not in levels and pol.risk() > 0.8
+    assert pol.step(0.02) == "watch" and pol.risk() < 0.2  # after an alarm, a calm segment: back to watching
     pol.reset()
     pol.step(0.02)
     before = pol.belief.copy()
@@ -168,7 +174,6 @@ def test_monitor_default_is_unchanged_and_escalation_is_an_option():
     alerts = []
     for t, seg in enumerate([CALM, CALM, RISK, RISK, RISK, RISK, RISK]):
         alerts += mon.observe(seg, float(t))
-    assert alerts and all(a.rule == GAS for a in alerts)
-    assert alerts[0].time >= 2.0 and alerts[-1].severity == "critical"
-    # the gas rule is critical: a warning about it is downgraded, the alarm escalates through the cooldown
-    assert [a.severity for a in alerts] == sorted((a.severity for a in alerts), key=["warning", "critical"].index)
+    # calm segments: watch; the first risky one: a warning (the gas rule is critical, a warning is downgraded);
+    # then the alarm, which passes the rule's cooldown because it escalates; later repeats do not
+    assert [(a.time, a.rule, a.severity) for a in alerts] == [(2.0, GAS, "warning"), (3.0, GAS, "critical")]
