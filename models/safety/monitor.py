@@ -51,7 +51,7 @@ class SafetyConfig:
     top_k: int = 5                        # candidates shown to the judge
     segment_s: float = 10.0               # live seconds per log segment
     window_segments: int = 8              # log segments kept for reasoning
-    cooldown_s: float = 60.0              # the same rule is not repeated within this time
+    cooldown_s: float = 60.0              # the same rule is not repeated within this time (escalations are)
     max_alerts_per_minute: int = 6        # non-critical alerts beyond this are dropped
     rules_file: str | None = None         # another knowledge base in rules_severity.json's format
     judge_url: str | None = None          # OpenAI-compatible endpoint; None = no judge
