@@ -78,6 +78,7 @@ class VisualConfig:
     blur_level: float = 0.08  # Laplacian variance over luma variance below this: blurred
     cut_distance: float = 0.2  # Bhattacharyya distance of colour histograms that counts as a cut
     frozen_after_s: float = 2.0  # identical frames for this long: frozen
+    prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp), applied to every frame first
 
 
 class ObjectDetector:
@@ -340,6 +341,11 @@ class VisualAnalyzer:
         self.pose = PoseTracker(self.config.num_poses) if self.config.pose else None
         self.faces = FaceCounter(self.config.num_faces) if self.config.faces else None
         self.stats = FrameStats(self.config)
+        self.prompt = None
+        if self.config.prompt:
+            from models.encoders.frame_prompt import FramePrompt
+
+            self.prompt = FramePrompt.load(self.config.prompt)
 
     def reset(self) -> None:
         """Forget tracking state (a new source, or a gap in this one)."""
@@ -354,6 +360,8 @@ class VisualAnalyzer:
         for f in frames:
             if f.ndim != 3 or f.shape[2] != 3 or f.dtype != np.uint8:
                 raise ValueError(f"frames must be H x W x 3 uint8 RGB, got {f.shape} {f.dtype}")
+        if self.prompt is not None:
+            frames = [self.prompt(f) for f in frames]
         if times is None:
             base = (self.stats._prev_t + 0.5) if self.stats._prev_t is not None else 0.0
             times = [base + i / len(frames) for i in range(len(frames))]
