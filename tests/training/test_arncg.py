@@ -75,3 +75,24 @@ def test_polish_refits_a_head_on_a_fixed_batch():
     history = polish(head.parameters(), loss_fn, max_steps=40, tolerance=1e-5)
     assert history[-1].grad_norm <= 1e-5
     assert float(loss_fn().detach()) < before
+
+
+def test_polish_refits_a_prefm_head_and_leaves_the_rest_alone():
+    from models.prefm.modeling_prefm import PreFM, preset
+
+    torch.manual_seed(0)
+    model = PreFM(preset("small", audio_dim=8, visual_dim=8, d_model=16, ff=32, layers=1, Lc=4, Lf=2,
+                         dropout=0.0)).eval()
+    audio, visual = torch.randn(16, 4, 8), torch.randn(16, 4, 8)
+    labels = (torch.rand(16, 6, 2, 25) > 0.8).float()
+    with torch.no_grad():
+        feats = torch.cat([model(audio, visual).current, model(audio, visual).future], dim=1)
+    frozen = {k: v.clone() for k, v in model.state_dict().items() if not k.startswith("head.")}
+
+    def loss_fn() -> torch.Tensor:
+        return torch.nn.functional.binary_cross_entropy_with_logits(model.head(feats), labels)
+
+    before = float(loss_fn().detach())
+    history = polish(model.head.parameters(), loss_fn, max_steps=30, tolerance=1e-6)
+    assert float(loss_fn().detach()) < before and history[-1].grad_norm < 1e-4
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in frozen.items())

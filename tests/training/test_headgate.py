@@ -115,7 +115,7 @@ def test_planted_heads_are_found(make, batch, out, irrelevant, interfering):
         reference = {id(b): out(model, b) for b in batches}
     plant(model, [PlantedHead(*irrelevant, "irrelevant"), PlantedHead(*interfering, "interfering")], seed=0)
     cycle = itertools.cycle(batches)
-    report = causal_head_gating(model, lambda: next(cycle), _fidelity_loss(out, reference), CHGConfig(steps=80))
+    report = causal_head_gating(model, lambda: next(cycle), _fidelity_loss(out, reference), CHGConfig(steps=40))
     names = report.modules
     assert report.roles[names.index(irrelevant[0])][irrelevant[1]] == "irrelevant"
     assert report.roles[names.index(interfering[0])][interfering[1]] == "interfering"
@@ -134,7 +134,7 @@ def test_contrastive_mask_forgets_the_negative_behaviour():
     keep, forget = part(slice(0, 4)), part(slice(4, 6))
     cycle = itertools.cycle(batches)
     mask = contrastive_head_gating(model, lambda: (lambda b: (b, b))(next(cycle)), keep, forget,
-                                   CHGConfig(steps=80))
+                                   CHGConfig(steps=40))
     hard = (mask >= 0.5).float()
     assert mean_loss(model, batches, forget, hard) > 5 * max(mean_loss(model, batches, keep, hard), 1e-3)
 
