@@ -29,6 +29,7 @@ import torch
 
 from models.trisense.features import MODALITIES, ClipFeatures, shift_items
 from models.trisense.grounder import Grounder, Moment, nms_moments
+from models.trisense.memory import SecondSelector, SelectedMemory
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS grounding_clips (
@@ -77,7 +78,11 @@ class GroundingIndex:
         stride_s: int = 4,
         candidates: int = 8,
         context_s: int = 24,
+        selector: SecondSelector | None = None,
     ) -> None:
+        """`selector` (optional, e.g. `training.mpcache.MPCacheSelector`): pick the seconds the fine
+        stage reads from per-second coarse embeddings instead of from window means (see
+        `models.trisense.memory`); None keeps the coarse window stage."""
         if window_s < 1 or stride_s < 1 or candidates < 1 or context_s < 0:
             raise ValueError("window_s, stride_s and candidates must be >= 1, context_s >= 0")
         if isinstance(db, sqlite3.Connection):
@@ -95,6 +100,7 @@ class GroundingIndex:
         self.candidates, self.context_s = candidates, context_s
         self._lock = threading.RLock()
         self._cache: tuple[np.ndarray, np.ndarray, list[str], np.ndarray] | None = None
+        self.memory = SelectedMemory(grounder.model, selector) if selector is not None else None
         self._check_meta()
 
     # ------------------------------------------------------------------ bookkeeping
@@ -188,6 +194,8 @@ class GroundingIndex:
             self.conn.executemany("INSERT INTO grounding_seconds VALUES (?, ?, ?, ?, ?, ?, ?)", second_rows)
             self.conn.executemany("INSERT INTO grounding_windows VALUES (?, ?, ?, ?, ?)", window_rows)
             self._cache = None
+            if self.memory is not None:
+                self.memory.forget(source_id)
 
     def _delete(self, source_id: str) -> None:
         for table in ("grounding_clips", "grounding_seconds", "grounding_windows"):
@@ -197,6 +205,8 @@ class GroundingIndex:
         with self._lock, self.conn:
             self._delete(source_id)
             self._cache = None
+            if self.memory is not None:
+                self.memory.forget(source_id)
 
     def reindex(self) -> None:
         """Rebuild every coarse window from the stored seconds (after a model or window change)."""
@@ -207,6 +217,8 @@ class GroundingIndex:
                     "INSERT INTO grounding_windows VALUES (?, ?, ?, ?, ?)", self._window_rows(sid, self.load(sid))
                 )
             self._cache = None
+            if self.memory is not None:
+                self.memory.forget()
 
     # ------------------------------------------------------------------ reading
     def load(self, source_id: str, start: int = 0, end: int | None = None) -> ClipFeatures:
@@ -245,6 +257,25 @@ class GroundingIndex:
                 self._cache = (vecs, present, [r[0] for r in rows], spans)
             return self._cache
 
+    def _candidate_ranges(self, qc: np.ndarray, vecs: np.ndarray, present: np.ndarray, sids: list[str],
+                          spans: np.ndarray, selected: np.ndarray) -> dict[str, list[list[int]]]:
+        """Coarse stage: the best windows by cosine, grown by the context and merged per source."""
+        sims = np.einsum("nmk,mk->nm", vecs, qc)
+        sims = np.where(present, sims, -2.0).max(axis=1)
+        sims = np.where(selected, sims, -3.0)
+        n_cand = min(self.candidates, int(selected.sum()))
+        order = np.argsort(-sims)[:n_cand]
+        ranges: dict[str, list[list[int]]] = {}
+        max_w = self.grounder.config.max_window_s
+        for i in sorted(order.tolist(), key=lambda i: (sids[i], spans[i][0])):
+            s, e = int(spans[i][0]) - self.context_s, int(spans[i][1]) + self.context_s
+            merged = ranges.setdefault(sids[i], [])
+            if merged and s <= merged[-1][1] and e - merged[-1][0] <= max_w:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        return ranges
+
     # ------------------------------------------------------------------ searching
     @torch.no_grad()
     def search(self, query: str, top_k: int = 5, source_ids: list[str] | None = None) -> list[SearchHit]:
@@ -263,22 +294,14 @@ class GroundingIndex:
                 raise ValueError(f"unknown source_id(s): {sorted(unknown)}")
             selected = np.array([s in wanted for s in sids], dtype=bool)
         qc = self.grounder.model.coarse.embed_query(torch.from_numpy(qv).unsqueeze(0))[0].numpy()  # [3,k]
-        sims = np.einsum("nmk,mk->nm", vecs, qc)
-        sims = np.where(present, sims, -2.0).max(axis=1)
-        sims = np.where(selected, sims, -3.0)
-        n_cand = min(self.candidates, int(selected.sum()))
-        order = np.argsort(-sims)[:n_cand]
-
-        # Fine stage: a context around each candidate, merged per source, all scored in one batch.
-        ranges: dict[str, list[list[int]]] = {}
         max_w = self.grounder.config.max_window_s
-        for i in sorted(order.tolist(), key=lambda i: (sids[i], spans[i][0])):
-            s, e = int(spans[i][0]) - self.context_s, int(spans[i][1]) + self.context_s
-            merged = ranges.setdefault(sids[i], [])
-            if merged and s <= merged[-1][1] and e - merged[-1][0] <= max_w:
-                merged[-1][1] = max(merged[-1][1], e)
-            else:
-                merged.append([s, e])
+        if self.memory is not None:
+            wanted = sorted({sid for sid, keep in zip(sids, selected, strict=True) if keep})
+            ranges = {sid: self.memory.ranges(sid, self.load, qc, self.context_s, max_w) for sid in wanted}
+        else:
+            ranges = self._candidate_ranges(qc, vecs, present, sids, spans, selected)
+
+        # Fine stage: the chosen second ranges of every source, all scored in one batch.
         pieces: list[tuple[str, int, ClipFeatures]] = []
         for sid, rs in ranges.items():
             for s, e in rs:
