@@ -77,6 +77,8 @@ def run(seed: int = 0, progress: Callable[..., Iterator] = lambda it, **_: iter(
     figures = {"initial_accuracy": first["accuracy"], "final_accuracy": last["accuracy"],
                "initial_code_use": first["code_use"], "final_code_use": last["code_use"],
                "spearman_accuracy": rho_acc, "spearman_code_use": rho_code,
+               "initial_length": first["length"], "final_length": last["length"],
+               "spearman_length": _rho(curve, "length"),
                "no_tool_final_accuracy": baseline[-1]["accuracy"],
                "programs_executed": float(runner.executed), "programs_reused": float(runner.reused),
                "hostile_clean": clean / len(hostile), "hostile_survived": survived / len(hostile)}
