@@ -52,6 +52,14 @@ def test_kernel_layers_hold_without_the_audit_hook():
     assert all(r["clean"] and r["survived"] and r["strays"] <= 0 for r in rows), rows
 
 
+def test_without_namespaces_the_audit_hook_and_deadlines_still_hold():
+    with Executor(limits=Limits(timeout_s=0.5), isolate=False) as plain:
+        assert not plain.info["namespaces"]
+        rows = hostile.run_suite(plain, tuple(c for c in hostile.GUARDED if c.name in ("fork bomb", "infinite loop",
+                                                                                      "socket to 127.0.0.1")))
+    assert all(r["clean"] and r["survived"] for r in rows), rows
+
+
 def test_a_crashed_or_hung_worker_is_restarted(executor):
     assert hostile.kill_worker(executor)["survived"]
     with Executor(limits=Limits(timeout_s=0.3, grace_s=0.5)) as ex:
@@ -132,7 +140,7 @@ def test_agent_answers_questions_about_a_real_result(agent, question, answer):
     assert ans.calls >= 1 and any(t.startswith("```python") for t in ans.turns)
 
 
-def test_agent_reads_the_sqlite_store(tmp_path, agent):
+def test_agent_reads_the_sqlite_store(tmp_path, agent, capsys):
     from pipelines.store import Store
 
     result = json.loads(FIXTURE.read_text())
@@ -144,6 +152,10 @@ def test_agent_reads_the_sqlite_store(tmp_path, agent):
     assert log == from_result(result)
     assert agent.ask(log, "when did the last alarm end?").answer == "19.0"
     assert reference_answer("last_end", log, "Fire_alarm", "") == "19.0"
+    db = str(tmp_path / "foresight.db")
+    assert main([db, "when did the last alarm end?", "--job", job, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["answer"] == "19.0"
+    assert main([db, "when did the last alarm end?"]) == 2  # a store needs --job
 
 
 def test_cli_answers_as_json_and_refuses_bad_input(capsys, tmp_path):

@@ -74,15 +74,17 @@ class Executor:
 
     guard=False leaves out the audit hook so that tests can show the kernel layers hold on their own;
     isolate=False skips the namespaces and the uid switch (the default uses them when running as root).
+    python: the worker's interpreter (default this one, or the system's if the sandbox uid cannot run it).
+    info says which layers are in effect; restarts and executed count worker restarts and programs.
     """
 
     limits: Limits = field(default_factory=Limits)
     guard: bool = True
     isolate: bool = True
     python: str | None = None
-    restarts: int = 0
-    executed: int = 0
-    info: dict[str, Any] = field(default_factory=dict)
+    restarts: int = field(default=0, init=False)
+    executed: int = field(default=0, init=False)
+    info: dict[str, Any] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self._proc: subprocess.Popen | None = None
@@ -151,7 +153,7 @@ class Executor:
         if self.python is None and system and os.path.realpath(system) != os.path.realpath(sys.executable):
             self.python = system
         else:
-            self.python, self.uid = None, None
+            self.uid = None
 
     def _kill(self) -> None:
         proc, self._proc = self._proc, None

@@ -4,6 +4,7 @@ ZeroTIR trains from the base model with no supervised tool demonstrations: rewar
 answer matches the reference and 0 otherwise (no reward for using code, no format shaping), each question
 is sampled G times, and a response's advantage is its reward standardised within its group. The loss is
 the advantage times the log-probability of the policy's own tokens only; KL is 0, as in the paper's runs.
+One addition: an entropy bonus, without which a question kind can lock onto a wrong program for good.
 """
 
 from __future__ import annotations
