@@ -64,16 +64,17 @@ def test_gradients_through_compressed_actors_equal_the_uncompressed_model(pipe):
     with torch.no_grad():
         assert loss == pytest.approx(float(model.loss(x, y)), abs=1e-5)
     traffic = pipe.traffic()
-    tokens = B * CONFIG.context * (CONFIG.stages - 1)
-    assert traffic.forward == tokens * (4 * CONFIG.k + 2) + (CONFIG.stages - 1) * 25  # coords + ids + headers
-    assert traffic.backward == tokens * 4 * CONFIG.k + (CONFIG.stages - 1) * 15
+    tokens, messages = B * CONFIG.context * (CONFIG.stages - 1), pipe.micro * (CONFIG.stages - 1)
+    assert traffic.forward == tokens * (4 * CONFIG.k + 2) + messages * 25  # coords + ids + headers
+    assert traffic.backward == tokens * 4 * CONFIG.k + messages * 15
 
 
 def test_full_wire_carries_d_floats_and_training_lowers_the_loss(pipe):
     pipe.build(CONFIG, "full", lr=1e-2)
     x, y = batch(2)
     first = pipe.step(x, y)
-    assert pipe.traffic().forward == B * CONFIG.context * CONFIG.d * 4 * (CONFIG.stages - 1) + (CONFIG.stages - 1) * 15
+    messages = pipe.micro * (CONFIG.stages - 1)
+    assert pipe.traffic().forward == B * CONFIG.context * CONFIG.d * 4 * (CONFIG.stages - 1) + messages * 15
     for _ in range(15):
         last = pipe.step(x, y)
     assert last < first - 0.5

@@ -1,8 +1,9 @@
 """Pipeline-parallel training on Ray: one actor per stage, and a driver that chains them.
 
 Each `StageWorker` holds one stage, its optimizer and both ends of its boundaries. The driver passes each
-worker's output ObjectRef straight into the next worker's call, so a step is one forward chain and one
-backward chain of actor calls; every message between stages is a `wire.pack` byte string, and each worker
+worker's output ObjectRef straight into the next worker's call; a step splits the batch into micro-batches and
+submits every forward chain, then every backward chain (GPipe), so neighbouring stages work on different
+micro-batches at the same time. Every message between stages is a `wire.pack` byte string, and each worker
 counts the bytes it sends to a neighbouring stage. The driver's own input (token ids to the first stage,
 targets to the last) is data loading, the same for every mode, and is not counted.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,50 +50,49 @@ class StageWorker:
         self.stage = Stage(config, mode, self.index)
         self.codec = BoundaryCodec(self.stage.subspace)
         self.opt = torch.optim.AdamW(self.stage.parameters(), lr=lr, weight_decay=weight_decay)
-        self.sent_tensor = self.leaf = None
+        self.sent: dict[int, torch.Tensor] = {}  # micro-batch -> tensor sent forward (still on the graph)
+        self.leaves: dict[int, torch.Tensor] = {}  # micro-batch -> leaf rebuilt from the received message
         self.bytes = {"forward": 0, "backward": 0}
         return sum(p.numel() for p in self.stage.parameters())
 
-    def _input(self, payload: bytes) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _input(self, payload: bytes, micro: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if micro == 0:  # a new step: gradients accumulate over its micro-batches
+            self.opt.zero_grad(set_to_none=True)
         if self.index == 0:
             tokens = unpack(payload)[0]
             return tokens, tokens
-        self.leaf, x, tokens = self.codec.decode(payload)
+        self.leaves[micro], x, tokens = self.codec.decode(payload)
         return x, tokens
 
-    def forward(self, payload: bytes) -> bytes:
-        x, tokens = self._input(payload)
-        self.sent_tensor, message = self.codec.encode(self.stage(x), tokens)
+    def forward(self, payload: bytes, micro: int = 0) -> bytes:
+        x, tokens = self._input(payload, micro)
+        self.sent[micro], message = self.codec.encode(self.stage(x), tokens)
         self.bytes["forward"] += len(message)
         return message
 
-    def _grad_message(self) -> bytes | None:
+    def _grad_message(self, micro: int) -> bytes | None:
         if self.index == 0:
             return None
-        message = pack([self.leaf.grad])
+        message = pack([self.leaves.pop(micro).grad])
         self.bytes["backward"] += len(message)
         return message
 
-    def _update(self, update: bool) -> None:
-        if update:
-            self.opt.step()
-            self.opt.zero_grad(set_to_none=True)
-
-    def forward_backward(self, payload: bytes, targets: bytes, update: bool = True) -> tuple[float, bytes | None]:
-        """The last stage: loss, its backward pass, the gradient message for the previous stage."""
-        x, _ = self._input(payload)
+    def forward_backward(self, payload: bytes, targets: bytes, micro: int = 0,
+                         scale: float = 1.0) -> tuple[float, bytes | None]:
+        """The last stage: loss (scaled by the micro-batch's share), its backward, the gradient message back."""
+        x, _ = self._input(payload, micro)
         logits = self.stage(x)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), unpack(targets)[0].reshape(-1))
-        loss.backward()
-        message = self._grad_message()
-        self._update(update)
-        return float(loss), message
+        (loss * scale).backward()
+        return float(loss), self._grad_message(micro)
 
-    def backward(self, grad: bytes, update: bool = True) -> bytes | None:
-        self.sent_tensor.backward(unpack(grad)[0])
-        message = self._grad_message()
-        self._update(update)
-        return message
+    def backward(self, grad: bytes, micro: int = 0) -> bytes | None:
+        self.sent.pop(micro).backward(unpack(grad)[0])
+        return self._grad_message(micro)
+
+    def update(self) -> None:
+        """The optimizer step, once every micro-batch of the step has been through backward."""
+        self.opt.step()
 
     def gradients(self) -> dict[str, np.ndarray]:
         return {n: p.grad.numpy().copy() for n, p in self.stage.named_parameters() if p.grad is not None}
@@ -101,6 +102,10 @@ class StageWorker:
 
     def traffic(self) -> dict[str, int]:
         return dict(self.bytes)
+
+    def cpu_seconds(self) -> float:
+        """CPU time this worker process has used so far (for timing the experiment apart from machine load)."""
+        return time.process_time()
 
 
 @dataclass
@@ -118,8 +123,9 @@ class Traffic:
 class RayPipeline:
     """The driver: one `StageWorker` per stage, rebuilt in place for each model so the processes are reused."""
 
-    def __init__(self, stages: int):
+    def __init__(self, stages: int, micro_batches: int = 2):
         self.workers = [StageWorker.remote(i) for i in range(stages)]
+        self.micro = micro_batches
 
     def build(self, config: ModelConfig, mode: str, lr: float = 3e-3, weight_decay: float = 0.1) -> int:
         if config.stages != len(self.workers):
@@ -127,15 +133,27 @@ class RayPipeline:
         return sum(ray.get([w.build.remote(config, mode, lr, weight_decay) for w in self.workers]))
 
     def step(self, tokens: torch.Tensor, targets: torch.Tensor, update: bool = True) -> float:
-        """One training step through every stage; with update=False the gradients stay for inspection."""
-        message = pack([tokens])
-        for w in self.workers[:-1]:
-            message = w.forward.remote(message)
-        loss, grad = self.workers[-1].forward_backward.options(num_returns=2).remote(message, pack([targets]), update)
-        for w in reversed(self.workers[:-1]):
-            grad = w.backward.remote(grad, update)
-        ray.get(grad)
-        return ray.get(loss)
+        """One training step (GPipe schedule: every micro-batch forward, then every one backward, then the
+        optimizer); with update=False the accumulated gradients stay for inspection. Returns the batch loss."""
+        xs, ys = tokens.chunk(self.micro), targets.chunk(self.micro)
+        losses, grads = [], []
+        for m, (x, y) in enumerate(zip(xs, ys, strict=True)):
+            message = pack([x])
+            for w in self.workers[:-1]:
+                message = w.forward.remote(message, m)
+            loss, grad = self.workers[-1].forward_backward.options(num_returns=2).remote(
+                message, pack([y]), m, len(x) / len(tokens))
+            losses.append(loss)
+            grads.append(grad)
+        done = []
+        for m, grad in enumerate(grads):
+            for w in reversed(self.workers[:-1]):
+                grad = w.backward.remote(grad, m)
+            done.append(grad)
+        ray.get(done)
+        if update:
+            ray.get([w.update.remote() for w in self.workers])
+        return float(sum(loss * len(x) for loss, x in zip(ray.get(losses), xs, strict=True)) / len(tokens))
 
     def _merged(self, method: str) -> dict:
         parts = ray.get([getattr(w, method).remote() for w in self.workers])
@@ -152,6 +170,9 @@ class RayPipeline:
     def traffic(self) -> Traffic:
         counts = ray.get([w.traffic.remote() for w in self.workers])
         return Traffic(sum(c["forward"] for c in counts), sum(c["backward"] for c in counts))
+
+    def cpu_seconds(self) -> float:
+        return float(sum(ray.get([w.cpu_seconds.remote() for w in self.workers])))
 
     def close(self) -> None:
         for w in self.workers:

@@ -30,7 +30,8 @@ from training.protocol.model import ModelConfig, StagedModel
 from training.protocol.wire import pack
 
 STEPS, BATCH, LR, WEIGHT_DECAY = 300, 16, 3e-3, 0.1
-SSN_BUDGET_STEPS = 450  # k=4 of d=128 sends ~3.3 % a step: 450 steps stay within 5 % of 300 full steps
+BYTE_BUDGET = 0.05
+MICRO_BATCHES = 2  # GPipe: two stages busy at once on a 2-core machine
 VAL_BATCHES, FIT_BATCHES = 40, 20
 
 
@@ -67,10 +68,21 @@ def train(pipe: RayPipeline, config: ModelConfig, mode: str, corpus: CharCorpus,
     return out
 
 
-def full_bytes_per_step(config: ModelConfig) -> int:
-    """What one uncompressed step sends over all boundaries, both ways (the same packed messages the actors send)."""
-    message = len(pack([torch.zeros(BATCH, config.context, config.d)]))
-    return 2 * (config.stages - 1) * message
+def bytes_per_step(config: ModelConfig, mode: str) -> int:
+    """What one step sends over all boundaries, both ways: the sizes of the packed messages the actors send,
+    one per micro-batch and boundary in each direction."""
+    shape = (BATCH // MICRO_BATCHES, config.context)
+    if mode == "full":
+        forward = backward = len(pack([torch.zeros(*shape, config.d)]))
+    else:
+        forward = len(pack([torch.zeros(*shape, config.k), np.zeros(shape, dtype="<u2")]))
+        backward = len(pack([torch.zeros(*shape, config.k)]))
+    return (config.stages - 1) * MICRO_BATCHES * (forward + backward)
+
+
+def budget_steps(config: ModelConfig) -> int:
+    """How many SSN steps fit in 5 % of the bytes of STEPS uncompressed steps."""
+    return int(BYTE_BUDGET * STEPS * bytes_per_step(config, "full") // bytes_per_step(config, "ssn"))
 
 
 def run(seed: int = 0, progress: Callable | None = None) -> Result:
@@ -78,14 +90,16 @@ def run(seed: int = 0, progress: Callable | None = None) -> Result:
     torch.set_num_threads(1)
     corpus = CharCorpus.from_text(stdlib_text())
     config = ModelConfig(vocab=corpus.vocab, d=128, k=4, heads=4, layers=4, stages=4, context=32, seed=seed)
+    longer = budget_steps(config)
     started = ensure_ray()
-    pipe = RayPipeline(config.stages)
+    pipe = RayPipeline(config.stages, MICRO_BATCHES)
     try:
         grad_err, loss_diff = gradient_check(pipe, config, corpus, seed)
-        ssn = train(pipe, config, "ssn", corpus, seed, SSN_BUDGET_STEPS, {STEPS, SSN_BUDGET_STEPS}, progress)
+        ssn = train(pipe, config, "ssn", corpus, seed, longer, {STEPS, longer}, progress)
         ssn_bytes = ssn[STEPS]["forward"] + ssn[STEPS]["backward"]
-        equal_bytes_steps = max(1, ssn_bytes // full_bytes_per_step(config))
+        equal_bytes_steps = max(1, ssn_bytes // bytes_per_step(config, "full"))
         full = train(pipe, config, "full", corpus, seed, STEPS, {equal_bytes_steps, STEPS}, progress)
+        actor_cpu = pipe.cpu_seconds()
     finally:
         pipe.close()
         if started:
@@ -96,7 +110,7 @@ def run(seed: int = 0, progress: Callable | None = None) -> Result:
     full_bytes = full[STEPS]["forward"] + full[STEPS]["backward"]
     runs = [("full", STEPS, full[STEPS], None),
             ("ssn", STEPS, ssn[STEPS], None),
-            ("ssn, 5 % byte budget", SSN_BUDGET_STEPS, ssn[SSN_BUDGET_STEPS], None),
+            ("ssn, 5 % byte budget", longer, ssn[longer], None),
             ("full, same bytes as ssn", equal_bytes_steps, full[equal_bytes_steps], None),
             ("full, post-hoc seeded U", STEPS, None, seeded_projection(config.d, config.k, seed)),
             ("full, post-hoc PCA + token mean", STEPS, None, pca_projection(trained, fit, config.k))]
@@ -113,11 +127,11 @@ def run(seed: int = 0, progress: Callable | None = None) -> Result:
                      "train_s": round(info["seconds"], 1) if info else ""})
     ssn_gap = losses["ssn"] / losses["full"] - 1.0
     posthoc_gap = min(losses["full, post-hoc seeded U"], losses["full, post-hoc PCA + token mean"]) / losses["full"] - 1.0
-    budget_ratio = (ssn[SSN_BUDGET_STEPS]["forward"] + ssn[SSN_BUDGET_STEPS]["backward"]) / full_bytes
+    budget_ratio = (ssn[longer]["forward"] + ssn[longer]["backward"]) / full_bytes
     figures = {"grad_rel_err": grad_err, "val_full": losses["full"], "val_ssn": losses["ssn"], "ssn_gap": ssn_gap,
                "bytes_ratio": ssn_bytes / full_bytes, "ssn_budget_gap": losses["ssn, 5 % byte budget"] / losses["full"] - 1,
                "ssn_budget_bytes_ratio": budget_ratio,
-               "posthoc_best_gap": posthoc_gap}
+               "posthoc_best_gap": posthoc_gap, "actor_cpu_s": actor_cpu}
     checks = {"gradients through the compressed wire equal the uncompressed model's (rel err < 1e-5)":
               bool(grad_err < 1e-5 and loss_diff < 1e-5),
               "SSN validation loss within 2 % of uncompressed (same steps)": bool(ssn_gap <= 0.02),
@@ -127,11 +141,11 @@ def run(seed: int = 0, progress: Callable | None = None) -> Result:
               "post-hoc projection of the trained full model loses clearly more (>= 2x the SSN's gap, >= 10 %)":
               bool(posthoc_gap >= max(2.0 * ssn_gap, 0.10))}
     notes = [f"d={config.d}, k={config.k}, {config.layers} layers on {config.stages} Ray actors (one stage each), "
-             f"batch {BATCH} x {config.context} chars, AdamW lr {LR}; SSN MLPs widened to match parameters as in the "
+             f"batch {BATCH} x {config.context} chars in {MICRO_BATCHES} micro-batches (GPipe), AdamW lr {LR}; SSN MLPs widened to match parameters as in the "
              f"authors' reference; the last stage is full rank",
              "wire: float32 coordinates + uint16 token ids forward, float32 gradients backward; bytes are the packed "
              "messages each stage actor sent to its neighbour",
-             f"'ssn, 5 % byte budget' is the same SSN run continued to {SSN_BUDGET_STEPS} steps (its total bytes stay "
+             f"'ssn, 5 % byte budget' is the same SSN run continued to {longer} steps (its total bytes stay "
              f"within 5 % of the full run's); 'full, same bytes as ssn' is the full run after {equal_bytes_steps} steps"]
     return Result(rows, figures, checks, notes)
 
