@@ -178,8 +178,12 @@ class IngestActor:
 
     def __init__(self, spec: SourceSpec, source_id: str, sample_fps: float = 2.0, max_side: int = 640,
                  duration_s: float | None = None, policy: ReconnectPolicy | None = None, watchdog_s: float = 5.0,
-                 open_timeout_s: float = 10.0):
+                 open_timeout_s: float = 10.0, budget=None):
         limit_threads(1)
+        self.budget = None
+        if budget is not None:  # opt-in latency budget (pipelines/budget.py): picks tier and frame rate per second
+            from pipelines.budget import BudgetHook
+            self.budget = BudgetHook(budget, sample_fps)
         self.reader = SegmentReader(spec, source_id, sample_fps=sample_fps, max_side=max_side,
                                     duration_s=duration_s, policy=policy, watchdog_s=watchdog_s,
                                     open_timeout_s=open_timeout_s)
@@ -206,6 +210,8 @@ class IngestActor:
                 seg = self.reader.get()
                 if seg is None:
                     break
+                if self.budget is not None:
+                    seg = self.budget.apply(seg)
                 t0 = time.perf_counter()
                 seg_ref = ray.put(seg)
                 meta = seg.meta()
@@ -215,7 +221,10 @@ class IngestActor:
                 parsed = parser.process.remote(meta, sp, au, vi)
                 if grounding is not None:
                     parsed = grounding.process.remote(parsed, au, vi)
-                inflight.append(sink.write.remote(safety.process.remote(parsed)))
+                final = safety.process.remote(parsed)
+                inflight.append(sink.write.remote(final))
+                if self.budget is not None:
+                    self.budget.track(seg, final.future())
                 self.call_s += time.perf_counter() - t0
                 self.position = seg.end
                 while len(inflight) > max_inflight:
@@ -228,5 +237,8 @@ class IngestActor:
                 last = grounding.finish.remote(last)
             inflight.append(sink.write.remote(safety.finish.remote(last)))
             ray.get(list(inflight))
-        return {"stats": self.reader.stats.to_dict(), "call_s": self.call_s,
-                "info": self.reader.info.__dict__ if self.reader.info else None}
+        out = {"stats": self.reader.stats.to_dict(), "call_s": self.call_s,
+               "info": self.reader.info.__dict__ if self.reader.info else None}
+        if self.budget is not None:
+            out["budget"] = self.budget.summary()
+        return out

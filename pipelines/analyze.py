@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.errors import BadInput
+from pipelines.budget import LatencyBudget
 from pipelines.grounding import GroundingConfig, GroundingStage, checkpoint_path
 from pipelines.ingest import ReconnectPolicy, SegmentReader
 from pipelines.results import ResultBuilder
@@ -41,6 +42,7 @@ class AnalyzeOptions:
     reconnect: ReconnectPolicy = field(default_factory=ReconnectPolicy)
     grounding: GroundingConfig = field(default_factory=GroundingConfig)
     webhook: WebhookConfig = field(default_factory=WebhookConfig)
+    budget: LatencyBudget | None = None  # opt-in, live spine only: a controller picks tier and fps each second
 
 
 def probe(spec: SourceSpec, timeout_s: float = 10.0) -> None:
@@ -100,7 +102,7 @@ class Pipeline:
         self.sink = SinkActor.remote(self.spec.name, job_id, db_path, webhook=options.webhook)
         self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
                                          options.max_side, options.duration_s, options.reconnect,
-                                         options.watchdog_s, options.open_timeout_s)
+                                         options.watchdog_s, options.open_timeout_s, budget=options.budget)
         try:
             actors = [self.speech, self.audio, self.visual, self.parser, self.safety, self.sink]
             ray.get([a.ready.remote() for a in actors + ([self.grounding] if self.grounding else [])])
@@ -152,6 +154,8 @@ class Pipeline:
                                                  bool(info.get("has_audio")), bool(info.get("has_video")),
                                                  wall, stats))
         result["timings"]["ray_call_s"] = round(out["call_s"], 4)
+        if "budget" in out:
+            result["budget"] = out["budget"]
         return result
 
     def close(self) -> None:
