@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from app.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput
+from models.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput
 
 
 def _stage_args(p: argparse.ArgumentParser) -> None:
@@ -31,10 +31,8 @@ def _stage_args(p: argparse.ArgumentParser) -> None:
 
 
 def _options(args):
-    from pipelines.analyze import AnalyzeOptions
-    from pipelines.grounding import GroundingConfig
-    from pipelines.stages import StageConfig
-    from pipelines.webhooks import WebhookConfig
+    from pipelines import AnalyzeOptions, GroundingConfig, StageConfig
+    from pipelines.sinks.webhooks import WebhookConfig
 
     if args.fps <= 0 or args.fps > 30:
         raise BadInput("--fps must be in (0, 30]")
@@ -86,7 +84,7 @@ def _graceful_stop():
 
 def cmd_analyze(args) -> int:
     from app.summary import render_summary
-    from pipelines.analyze import analyze
+    from pipelines import analyze
 
     if args.out:
         out = Path(args.out)
@@ -101,7 +99,7 @@ def cmd_analyze(args) -> int:
     result = analyze(args.source, _options(args), show_progress={"bar": True, "plain": "plain", "none": False}[mode],
                      stop_event=stop)
     if args.out:
-        from pipelines.exporters import write_json
+        from pipelines.sinks.exporters import write_json
         write_json(Path(args.out), result)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
@@ -117,7 +115,7 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_batch(args) -> int:
-    from pipelines.batch import run_batch
+    from pipelines.spine.batch import run_batch
 
     report = run_batch(args.folder, args.out, _options(args), show_progress=not args.quiet,
                        max_parallel=args.parallel)
@@ -128,7 +126,7 @@ def cmd_batch(args) -> int:
 
 
 def cmd_demo_clip(args) -> int:
-    from pipelines.synth import build_demo_clip
+    from training.media.synth import build_demo_clip
 
     truth = build_demo_clip(args.out)
     print(f"wrote {args.out} ({truth.duration_s:.0f} s): speech {truth.speech[0]:.1f}-{truth.speech[1]:.1f} s, "

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.errors import EXIT_BAD_INPUT, EXIT_OK
+from models.errors import EXIT_BAD_INPUT, EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,8 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def make_settings(args: argparse.Namespace):
     from app.api.settings import DEFAULT_CONTENT_TYPES, Settings
-    from pipelines.analyze import AnalyzeOptions
-    from pipelines.stages import StageConfig
+    from pipelines import AnalyzeOptions, StageConfig
 
     if not 0 < args.fps <= 30:
         raise ValueError("--fps must be in (0, 30]")

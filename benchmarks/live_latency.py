@@ -16,9 +16,9 @@ import ray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._media import long_clip  # noqa: E402
-from pipelines.analyze import AnalyzeOptions, Pipeline  # noqa: E402
-from pipelines.runtime import ensure_ray  # noqa: E402
-from tests.conftest import RtspServer  # noqa: E402
+from pipelines import AnalyzeOptions, Pipeline  # noqa: E402
+from pipelines.spine.runtime import ensure_ray  # noqa: E402
+from training.media.loopback import RtspServer  # noqa: E402
 
 
 def main() -> None:

@@ -75,9 +75,9 @@ def test_shipped_models_find_the_events_of_a_new_composed_clip(tmp_path):
     """End to end on a clip never seen in training (its own seed): compose, encode, parse, ground."""
     import torch
 
-    from models.encoders.cache import encode_file
     from models.encoders.registry import get_encoder
     from models.prefm.online import load_checkpoint, predict_windows
+    from pipelines.sinks.feature_cache import encode_file
     from training.corpus.compose import compose_clip, render_clip, second_labels
 
     torch.set_num_threads(1)

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from models.prefm.labels import LLP_INDEX
-from pipelines.synth import RATE, load_audio
 from training.corpus.compose import (
     NOISE_LEVEL,
     ClipTruth,
@@ -18,6 +17,7 @@ from training.corpus.compose import (
     render_clip,
     second_labels,
 )
+from training.media.synth import RATE, load_audio
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from pipelines.synth import DEMO_TEXT
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
+from training.media.synth import DEMO_TEXT
 
 
 def words(text: str) -> list[str]:
@@ -58,8 +58,7 @@ def test_cli_analyze_demo_clip_end_to_end(tmp_path, demo_clip):
 
 
 def test_tag_events_without_prefm(demo_clip):
-    from pipelines.analyze import AnalyzeOptions, analyze_inline
-    from pipelines.stages import StageConfig
+    from pipelines import AnalyzeOptions, StageConfig, analyze_inline
 
     path, truth = demo_clip
     result = analyze_inline(str(path), AnalyzeOptions(stages=StageConfig(events_model="tags", asr=False, safety=False)))
@@ -70,9 +69,7 @@ def test_tag_events_without_prefm(demo_clip):
 
 
 def test_queries_and_standing_queries_fill_moments(demo_clip):
-    from pipelines.analyze import AnalyzeOptions, analyze_inline
-    from pipelines.grounding import GroundingConfig
-    from pipelines.stages import StageConfig
+    from pipelines import AnalyzeOptions, GroundingConfig, StageConfig, analyze_inline
 
     path, truth = demo_clip
     options = AnalyzeOptions(stages=StageConfig(safety=False), grounding=GroundingConfig(
@@ -94,9 +91,8 @@ def test_queries_and_standing_queries_fill_moments(demo_clip):
 
 def test_clip_features_are_indexed_for_search_over_everything_stored(demo_clip, tmp_path):
     from models.trisense.index import GroundingIndex
-    from pipelines.analyze import AnalyzeOptions, analyze_inline
-    from pipelines.grounding import GroundingConfig, load_grounder
-    from pipelines.stages import StageConfig
+    from pipelines import AnalyzeOptions, GroundingConfig, StageConfig, analyze_inline
+    from pipelines.stages.grounding import load_grounder
 
     path, truth = demo_clip
     db = tmp_path / "store.db"

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from app.api.search import SearchService
 from app.api.uploads import check_media, safe_filename
-from app.errors import BadInput
-from pipelines.analyze import AnalyzeOptions, Pipeline, analyze_inline
-from pipelines.sources import SourceKind, parse_source
-from pipelines.store import Store
+from models.errors import BadInput
+from pipelines import AnalyzeOptions, Pipeline, analyze_inline
+from pipelines.media.sources import SourceKind, parse_source
+from pipelines.sinks.store import Store
 
 DEFAULT_DB = "foresight.db"
 
@@ -81,7 +81,7 @@ def ensure_ray_in_keeper_thread() -> None:
     """
     import ray
 
-    from pipelines.runtime import ensure_ray
+    from pipelines.spine.runtime import ensure_ray
 
     with _RAY_LOCK:
         if ray.is_initialized():

@@ -13,8 +13,8 @@ from pathlib import Path
 import streamlit as st
 
 from app.api.uploads import UploadRejected
-from app.errors import BadInput
-from pipelines.store import Store
+from models.errors import BadInput
+from pipelines.sinks.store import Store
 from ui import backend
 from ui.data import (
     LiveState,

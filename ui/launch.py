@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.errors import EXIT_BAD_INPUT
+from models.errors import EXIT_BAD_INPUT
 
 APP = Path(__file__).resolve().with_name("dashboard.py")
 ROOT = APP.parents[1]

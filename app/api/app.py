@@ -15,7 +15,7 @@ from app.api.routers import jobs, search, streams, system
 from app.api.search import SearchService, TextMatcher
 from app.api.settings import Settings
 from app.api.streams import StreamManager
-from pipelines.store import Store
+from pipelines.sinks.store import Store
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

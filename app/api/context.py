@@ -12,7 +12,7 @@ from app.api.metrics import Metrics
 from app.api.search import SearchService
 from app.api.settings import Settings
 from app.api.streams import StreamManager
-from pipelines.store import Store
+from pipelines.sinks.store import Store
 
 
 @dataclass

@@ -14,10 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.errors import BadInput
-from pipelines.analyze import AnalyzeOptions, analyze_inline
-from pipelines.grounding import GroundingConfig
-from pipelines.store import Store
+from models.errors import BadInput
+from pipelines import AnalyzeOptions, GroundingConfig, analyze_inline
+from pipelines.sinks.store import Store
 
 
 class QueueFull(Exception):
@@ -50,7 +49,7 @@ def ground_queries(result: dict, queries: list[str], top_k: int = 3) -> list[dic
 def resolve_grounder(checkpoint: str | Path | None) -> str | None:
     """The grounding checkpoint queries use: the configured one (which must exist), else the shipped default
     when it has been built, else None (queries are then answered by text matching)."""
-    from pipelines.grounding import checkpoint_path
+    from pipelines.stages.grounding import checkpoint_path
 
     try:
         return str(checkpoint_path(str(checkpoint) if checkpoint else None))
@@ -128,7 +127,7 @@ class JobManager:
     def start(self) -> None:
         import ray
 
-        from pipelines.runtime import ensure_ray
+        from pipelines.spine.runtime import ensure_ray
 
         ensure_ray()
         self._task = ray.remote(num_cpus=1, max_retries=1)(analyze_job)

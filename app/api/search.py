@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipelines.store import Store
+from pipelines.sinks.store import Store
 
 MODALITY_WEIGHTS = {
     "speech": {"visual": 0.0, "audio": 0.0, "speech": 1.0},

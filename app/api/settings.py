@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.analyze import AnalyzeOptions
+from pipelines import AnalyzeOptions
 
 DEFAULT_CONTENT_TYPES = (
     "video/mp4", "video/quicktime", "video/x-matroska", "video/webm", "video/x-msvideo", "video/mp2t",

@@ -11,10 +11,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from app.errors import BadInput
-from pipelines.analyze import AnalyzeOptions, Pipeline
-from pipelines.sources import SourceKind, parse_source
-from pipelines.store import Store
+from models.errors import BadInput
+from pipelines import AnalyzeOptions, Pipeline
+from pipelines.media.sources import SourceKind, parse_source
+from pipelines.sinks.store import Store
 
 TERMINAL = ("ended", "stopped", "failed")
 

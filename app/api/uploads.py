@@ -14,9 +14,9 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import Request
 
-from app.errors import BadInput
-from pipelines.decode import MediaDecoder, StreamInfo
-from pipelines.sources import open_container, parse_source
+from models.errors import BadInput
+from pipelines.media.decode import MediaDecoder, StreamInfo
+from pipelines.media.sources import open_container, parse_source
 
 FIELD_LIMIT = 64 * 1024  # bytes of all non-file fields together (queries)
 FORM_SLACK = FIELD_LIMIT + 16 * 1024  # multipart framing allowed on top of the file itself
@@ -155,7 +155,7 @@ STILL_IMAGE_FORMATS = ("image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe
 
 
 def media_info(path: Path) -> StreamInfo:
-    """Probe the file like `pipelines.analyze.probe` (BadInput with the reason if it does not decode), refuse
+    """Probe the file like `pipelines.spine.pipeline.probe` (BadInput with the reason if it does not decode), refuse
     still images, and return its streams and duration."""
     spec = parse_source(str(path))
     container = open_container(spec)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from app.errors import BadInput
 from models.encoders.base import public_fields
+from models.errors import BadInput
 
 # MediaPipe pose landmark indices used for posture and body centre.
 L_SHOULDER, R_SHOULDER, L_HIP, R_HIP, L_KNEE, R_KNEE = 11, 12, 23, 24, 25, 26

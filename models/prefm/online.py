@@ -19,6 +19,7 @@ import torch
 from models.prefm.modeling_prefm import PreFM, PreFMConfig, probabilities
 
 CHECKPOINT_FORMAT = "foresight-prefm-v1"
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "embedded_llp.pt"  # LLP classes
 MODALITY_NAMES = {"audio": "audio", "visual": "visual", "av": "audio-visual"}
 
 
@@ -240,6 +241,12 @@ class OnlineParser:
         names = self.config.class_names or [f"class_{i}" for i in range(self.config.num_classes)]
         self.merger = EventMerger(names, threshold, exclusive)
         self.reset()
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path | None = None, threshold: float = 0.5,
+                        exclusive: bool = True) -> OnlineParser:
+        """Live PreFM from the checkpoint in `path`, by default the shipped one."""
+        return cls(PreFM.from_pretrained(path), threshold=threshold, exclusive=exclusive)
 
     def reset(self) -> None:
         c = self.config

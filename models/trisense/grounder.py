@@ -24,6 +24,7 @@ from models.trisense.modeling_trisense import (
 from models.trisense.text import TextEncoder, default_text_encoder
 
 CHECKPOINT_FORMAT = "foresight-trisense-v1"
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "embedded.pt"  # the embedded grounder
 
 __all__ = ["ClipFeatures", "Grounder", "Moment", "load_checkpoint", "save_checkpoint"]
 
@@ -94,6 +95,11 @@ class Grounder:
     def load(cls, path: str | Path, text_encoder: TextEncoder | None = None) -> Grounder:
         model, meta = load_checkpoint(path)
         return cls(model, text_encoder=text_encoder, meta=meta)
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path | None = None, text_encoder: TextEncoder | None = None) -> Grounder:
+        """The grounder in `path`, by default the shipped checkpoint."""
+        return cls.load(SHIPPED_CHECKPOINT if path is None else path, text_encoder=text_encoder)
 
     @property
     def text_encoder(self) -> TextEncoder:

@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 
 from models.prefm.labels import LLP_CLASSES, LLP_INDEX
-from pipelines.synth import RATE, ClipSpec, ken_burns, place, sample_image, sound, speak, write_clip
 from training.corpus.sources import (
     DISTRACTOR_SOUNDS,
     PICTURES,
@@ -43,6 +42,7 @@ from training.corpus.sources import (
     sentences_for,
     wording_split,
 )
+from training.media.synth import RATE, ClipSpec, ken_burns, place, sample_image, sound, speak, write_clip
 
 WIDTH, HEIGHT = 640, 360
 MIN_OVERLAP_S = 0.3

@@ -6,29 +6,21 @@ A file whose content hash already has a finished job is not analyzed again, so a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.errors import BadInput
-from pipelines.analyze import AnalyzeOptions, analyze_inline
-from pipelines.exporters import summary_row, summary_table, to_webvtt, write_json
-from pipelines.sources import MEDIA_EXTENSIONS
-from pipelines.store import Store
+from models.errors import BadInput
+from pipelines.media.sources import MEDIA_EXTENSIONS, content_hash
+from pipelines.sinks.exporters import summary_row, summary_table, to_webvtt, write_json
+from pipelines.sinks.store import Store
+from pipelines.spine.inline import analyze_inline
+from pipelines.spine.options import AnalyzeOptions
 
 
 def find_media(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in MEDIA_EXTENSIONS)
-
-
-def content_key(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _indexing(options: AnalyzeOptions, db: Path, name: str) -> AnalyzeOptions:
@@ -36,9 +28,9 @@ def _indexing(options: AnalyzeOptions, db: Path, name: str) -> AnalyzeOptions:
     index, so `foresight serve --db OUTDIR/foresight.db` can ground queries over the whole batch."""
     from dataclasses import replace
 
-    from pipelines.grounding import DEFAULT_CHECKPOINT
+    from models.trisense.grounder import SHIPPED_CHECKPOINT
 
-    checkpoint = options.grounding.checkpoint or (str(DEFAULT_CHECKPOINT) if DEFAULT_CHECKPOINT.is_file() else None)
+    checkpoint = options.grounding.checkpoint or (str(SHIPPED_CHECKPOINT) if SHIPPED_CHECKPOINT.is_file() else None)
     if checkpoint is None:
         return options
     return replace(options, grounding=replace(options.grounding, checkpoint=checkpoint, index_db=str(db),
@@ -68,7 +60,7 @@ def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | 
     import ray
     from tqdm import tqdm
 
-    from pipelines.runtime import ensure_ray
+    from pipelines.spine.runtime import ensure_ray
 
     folder, outdir = Path(folder), Path(outdir)
     if not folder.is_dir():
@@ -80,7 +72,7 @@ def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | 
     options = options or AnalyzeOptions()
     store = Store(outdir / "foresight.db")
     names = {p: str(p.relative_to(folder)) for p in files}
-    keys = {p: content_key(p) for p in files}
+    keys = {p: content_hash(p) for p in files}
 
     todo, skipped = [], 0
     for p in files:

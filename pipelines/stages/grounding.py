@@ -6,36 +6,20 @@ seconds over the recent past and fire a moment once when they match.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from app.errors import BadInput
-
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "models" / "trisense" / "checkpoints" / "embedded.pt"
-
-
-@dataclass
-class GroundingConfig:
-    queries: list[str] = field(default_factory=list)
-    standing: list[str] = field(default_factory=list)
-    checkpoint: str | None = None
-    top_k: int = 3
-    fire_threshold: float = 0.5  # a standing query fires when its best moment scores at least this
-    check_every_s: int = 5
-    lookback_s: int = 30
-    index_db: str | None = None  # also store the per-second features in this database's grounding index
-    index_source: str | None = None  # the id the source gets in that index
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.queries or self.standing or self.index_db)
+from models.errors import BadInput
+from pipelines.stages.config import GroundingConfig
+from pipelines.stages.record import Second
 
 
 def checkpoint_path(checkpoint: str | None = None) -> Path:
     """The grounding checkpoint to use; BadInput naming the fix when it is missing."""
-    path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
+    from models.trisense.grounder import SHIPPED_CHECKPOINT
+
+    path = Path(checkpoint) if checkpoint else SHIPPED_CHECKPOINT
     if not path.is_file():
         raise BadInput(f"no grounding model at {path}: build it with `foresight train grounding` "
                        "or pass --grounding-model PATH")
@@ -51,7 +35,7 @@ def load_grounder(checkpoint: str | None = None):
 def _grounder(path: str):
     from models.trisense.grounder import Grounder
 
-    return Grounder.load(path)
+    return Grounder.from_pretrained(path)
 
 
 class GroundingStage:
@@ -70,23 +54,23 @@ class GroundingStage:
         self.fired: dict[str, list[tuple[float, float]]] = {q: [] for q in config.standing}
         self.t0: float | None = None
 
-    def _append(self, parsed: dict, audio: dict, visual: dict) -> None:
+    def _append(self, record: Second, audio: dict, visual: dict) -> None:
         if self.t0 is None:
-            self.t0 = float(parsed["start"])
-        index = int(round(parsed["start"] - self.t0))
+            self.t0 = float(record.start)
+        index = int(round(record.start - self.t0))
         while len(self.audio) < index:  # a live gap: missing seconds are unavailable, not silent
             self._push(None, None)
         self._push(audio.get("vector") if audio.get("available") else None,
                    visual.get("vector") if visual.get("available") else None)
-        self._take_text(parsed)
+        self._take_text(record)
 
-    def _take_text(self, parsed: dict) -> None:
-        """Keep the transcript and closed events of `parsed`, on the clock of this stream's first second."""
+    def _take_text(self, record: Second) -> None:
+        """Keep the transcript and closed events of `record`, on the clock of this stream's first second."""
         self.transcript.extend({"start": t["start"] - self.t0, "end": t["end"] - self.t0, "text": t["text"],
                                 **({"words": t["words"]} if t.get("words") else {})}
-                               for t in parsed.get("transcript", []))
+                               for t in record.transcript)
         self.events.extend({**e, "start": e["start"] - self.t0, "end": e["end"] - self.t0}
-                           for e in parsed.get("events_closed", []))
+                           for e in record.events_closed)
 
     def _push(self, audio_vec, visual_vec) -> None:
         dims = self.grounder.dims
@@ -115,11 +99,11 @@ class GroundingStage:
             out.append(d)
         return out
 
-    def process(self, parsed: dict, audio: dict, visual: dict) -> dict:
+    def process(self, record: Second, audio: dict, visual: dict) -> Second:
         """Add one second; every `check_every_s` seconds, check the standing queries over the recent past."""
-        if parsed.get("index") is None:
-            return parsed
-        self._append(parsed, audio, visual)
+        if record.index is None:
+            return record
+        self._append(record, audio, visual)
         n = len(self.audio)
         fired = []
         if self.config.standing and n % self.config.check_every_s == 0:
@@ -129,23 +113,25 @@ class GroundingStage:
                 for m in self._moments(query, offset=lo, clip=clip)[:1]:
                     if m["score"] >= self.config.fire_threshold and not self._seen(query, m):
                         self.fired[query].append((m["start"], m["end"]))
-                        fired.append({**m, "standing": True, "fired_at": parsed["end"]})
-        return {**parsed, "moments": parsed.get("moments", []) + fired}
+                        fired.append({**m, "standing": True, "fired_at": record.end})
+        record.moments = record.moments + fired
+        return record
 
     def _seen(self, query: str, m: dict) -> bool:
         return any(min(e, m["end"]) - max(s, m["start"]) > 0 for s, e in self.fired[query])
 
-    def finish(self, parsed: dict) -> dict:
+    def finish(self, record: Second) -> Second:
         """End of stream: answer the one-off queries over everything seen."""
         if self.t0 is not None:
-            self._take_text(parsed)
+            self._take_text(record)
         if not self.audio:
-            return parsed
+            return record
         clip = self.features()
         if self.config.index_db:
             self.index(clip)
         moments = [m for q in self.config.queries for m in self._moments(q, clip=clip)]
-        return {**parsed, "moments": parsed.get("moments", []) + moments}
+        record.moments = record.moments + moments
+        return record
 
     def index(self, clip) -> None:
         """Store this source's features so `POST /v1/search` can ground queries over everything stored."""

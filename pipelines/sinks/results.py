@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from pipelines.stages.record import Second
+
 SCHEMA_VERSION = 1
 
 
@@ -19,17 +21,17 @@ class ResultBuilder:
         self.latencies: list[float] = []
         self.seconds_log: list[dict] = []
 
-    def add(self, parsed: dict) -> None:
-        self.events.extend(parsed.get("events_closed", []))
-        self.transcript.extend(parsed.get("transcript", []))
-        self.alerts.extend(parsed.get("alerts", []))
-        self.moments.extend(parsed.get("moments", []))
-        if parsed.get("index") is not None:
-            self.seconds_log.append(second_record(parsed))
+    def add(self, record: Second) -> None:
+        self.events.extend(record.events_closed)
+        self.transcript.extend(record.transcript)
+        self.alerts.extend(record.alerts)
+        self.moments.extend(record.moments)
+        if record.index is not None:
+            self.seconds_log.append(second_record(record))
             self.seconds += 1
-            self.last_end = max(self.last_end, parsed["end"])
-            if parsed.get("emitted_wall"):
-                self.latencies.append(time.time() - parsed["emitted_wall"])
+            self.last_end = max(self.last_end, record.end)
+            if record.emitted_wall:
+                self.latencies.append(time.time() - record.emitted_wall)
 
     def build(self, duration_s: float | None, has_audio: bool, has_video: bool, wall_s: float,
               ingest: dict | None = None, extra: dict | None = None) -> dict:
@@ -59,13 +61,13 @@ class ResultBuilder:
         return result
 
 
-def second_record(parsed: dict) -> dict:
+def second_record(second: Second) -> dict:
     """What was seen and heard in one second, compactly, for the result's `seconds` list and the dashboard."""
-    vis = parsed.get("visual") or {}
-    record = {"t": parsed["start"], "speech": round(float(parsed.get("speech_prob", 0.0)), 2),
-              "audio_tags": dict(list((parsed.get("tags") or {}).items())[:3])}
-    if parsed.get("anticipation"):
-        record["anticipation"] = parsed["anticipation"]
+    vis = second.visual or {}
+    record = {"t": second.start, "speech": round(float(second.speech_prob), 2),
+              "audio_tags": dict(list((second.tags or {}).items())[:3])}
+    if second.anticipation:
+        record["anticipation"] = second.anticipation
     if vis:
         record.update({"persons": vis.get("persons", 0), "objects": vis.get("objects", {}),
                        "faces": vis.get("faces", 0), "motion": vis.get("motion"),

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from pipelines.stages.record import Second
+
 
 @dataclass
 class WebhookConfig:
@@ -41,13 +43,14 @@ class WebhookSender:
         self._thread = threading.Thread(target=self._run, name="webhook", daemon=True)
         self._thread.start()
 
-    def offer(self, parsed: dict) -> None:
+    def offer(self, record: Second) -> None:
         """Queue what this second produced, if it holds anything the user subscribed to."""
-        keys = {"alerts": "alerts", "events": "events_closed", "moments": "moments"}
-        payload = {kind: parsed.get(keys[kind], []) for kind in self.config.kinds if parsed.get(keys[kind])}
+        fields = {"alerts": "alerts", "events": "events_closed", "moments": "moments"}
+        payload = {kind: getattr(record, fields[kind]) for kind in self.config.kinds
+                   if getattr(record, fields[kind])}
         if not payload:
             return
-        payload.update(source=self.source, time=parsed.get("end"))
+        payload.update(source=self.source, time=record.end)
         try:
             self._queue.put_nowait(payload)
         except queue.Full:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import av
 import numpy as np
 
-from app.errors import BadInput
+from models.errors import BadInput
 
 AUDIO_RATE = 16_000
 

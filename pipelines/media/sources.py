@@ -6,6 +6,7 @@ and give the same one-line errors for bad ones.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import av
 
-from app.errors import BadInput
+from models.errors import BadInput
 
 VIDEO_EXTENSIONS = {".mp4", ".mkv", ".mov", ".avi", ".webm", ".ts", ".m4v", ".flv", ".mpg", ".mpeg", ".wmv", ".3gp"}
 AUDIO_EXTENSIONS = {".wav", ".mp3", ".flac", ".ogg", ".oga", ".m4a", ".aac", ".opus"}
@@ -115,3 +116,12 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
 def _one_line(exc: BaseException) -> str:
     text = getattr(exc, "strerror", None) or str(exc)
     return " ".join(str(text).split())[:200]
+
+
+def content_hash(path: str | Path, chunk: int = 1 << 20) -> str:
+    """sha256 of the file's bytes (hex)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()

@@ -20,7 +20,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from app.errors import BadInput
+from models.errors import BadInput
 
 RATE = 16_000
 FREEDESKTOP_SOUNDS = Path("/usr/share/sounds/freedesktop/stereo")

@@ -12,39 +12,15 @@ Layout under `root` (one id per video, the file stem unless given):
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from models.encoders.base import Encoder, SecondFeatures, encode_segment
 from models.trisense.features import ClipFeatures
-
-
-def content_hash(path: str | Path, chunk: int = 1 << 20) -> str:
-    """sha256 of the file's bytes (hex)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def iter_segments(path: str | Path, sample_fps: float = 2.0, max_side: int = 640) -> Iterator:
-    """Aligned 1-s `Segment`s of a media file, decoded in this process (no Ray), as the live spine cuts them."""
-    import av
-
-    from pipelines.decode import MediaDecoder
-    from pipelines.segmenter import Segmenter
-
-    with av.open(str(path)) as container:
-        decoder = MediaDecoder(container, sample_fps=sample_fps, max_side=max_side, decode_threads=1)
-        seg = Segmenter(Path(path).stem, decoder.video is not None, decoder.audio is not None)
-        for item in decoder:
-            yield from seg.push(item)
-        yield from seg.flush(final=True)
+from pipelines.media.segmenter import iter_segments
+from pipelines.media.sources import content_hash
 
 
 def encode_file(path: str | Path, encoder: Encoder, recognizer=None, speech_embedder=None,

@@ -17,11 +17,11 @@ from enum import StrEnum
 
 import av
 
-from app.errors import BadInput, StreamFailed
-from pipelines.decode import MediaDecoder, StreamInfo
-from pipelines.segment import Segment
-from pipelines.segmenter import Segmenter
-from pipelines.sources import SourceSpec, open_container
+from models.errors import BadInput, StreamFailed
+from pipelines.media.decode import MediaDecoder, StreamInfo
+from pipelines.media.segment import Segment
+from pipelines.media.segmenter import Segmenter
+from pipelines.media.sources import SourceSpec, open_container
 
 
 class Health(StrEnum):

@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 
-from pipelines.decode import AUDIO_RATE, AudioChunk, VideoSample
-from pipelines.segment import Segment
+from pipelines.media.decode import AUDIO_RATE, AudioChunk, MediaDecoder, VideoSample
+from pipelines.media.segment import Segment
 
 
 class Segmenter:
@@ -127,3 +128,16 @@ class Segmenter:
             frames=[f[1] for f in frames], frame_times=[f[0] for f in frames], audio=audio,
             emitted_wall=time.time(),
         )
+
+
+def iter_segments(path: str | Path, sample_fps: float = 2.0, max_side: int = 640) -> Iterator:
+    """Aligned 1-s `Segment`s of a media file, decoded in this process (no Ray), as the live spine cuts them."""
+    import av
+
+
+    with av.open(str(path)) as container:
+        decoder = MediaDecoder(container, sample_fps=sample_fps, max_side=max_side, decode_threads=1)
+        seg = Segmenter(Path(path).stem, decoder.video is not None, decoder.audio is not None)
+        for item in decoder:
+            yield from seg.push(item)
+        yield from seg.flush(final=True)
