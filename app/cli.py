@@ -154,7 +154,7 @@ TRAIN_EVAL = {
     ("eval", "prefm"): "training.prefm.cli:eval_main",
     ("train", "grounding"): "training.trisense.cli:train_main",
     ("eval", "grounding"): "training.trisense.cli:eval_main",
-    ("eval", "safety"): "models.safety.cli:eval_main",
+    ("eval", "safety"): "training.safety.cli:eval_main",
     ("train", "corpus"): "training.corpus.cli:build_main",
     ("eval", "training"): "training.cli:eval_training_main",
 }

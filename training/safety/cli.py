@@ -55,8 +55,8 @@ def eval_main(argv: list[str]) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from models.safety.evaluate import lead_times, metrics, score_scenarios
     from models.safety.retrieval import BACKGROUND_FILE, RuleRetriever
+    from training.safety.evaluate import lead_times, metrics, score_scenarios
 
     config = SafetyConfig(threshold=args.threshold, use_embeddings=not args.no_embeddings,
                           use_gate=not (args.no_gate or args.no_embeddings), judge_url=args.judge_url,

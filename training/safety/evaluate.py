@@ -22,10 +22,10 @@ from models.safety.judge import ChatJudge, JudgeError
 from models.safety.knowledge import SEVERITY_WEIGHT, Scenario, normalise_rule_text
 from models.safety.logparse import Segment, parse_log, render_log
 from models.safety.monitor import SafetyConfig, SafetyMonitor
-from models.safety.perturb import perturb_log
-from models.safety.replay import evidence_sentence, replay, risky_segment
 from models.safety.retrieval import RuleRetriever
 from models.safety.risk_gate import RiskGate
+from training.safety.perturb import perturb_log
+from training.safety.replay import evidence_sentence, replay, risky_segment
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Fit the risk gate on PaSBench-format logs: `python -m models.safety.fit_gate [--logs FILE] [--runs 16] [--background]`.
+"""Fit the risk gate on PaSBench-format logs: `python -m training.safety.fit_gate [--logs FILE] [--runs 16] [--background]`.
 
 `--background` first refits the retriever's hub correction (`data/background.npz`): every rule's mean
 similarity on the first two segments of each log, which open a scenario before anything risky happens.
@@ -21,10 +21,10 @@ from tqdm import tqdm
 from models.safety.embed import SentenceEmbedder
 from models.safety.knowledge import Scenario, load_rules, load_scenarios
 from models.safety.logparse import parse_log
-from models.safety.perturb import perturb_log
-from models.safety.replay import evidence_sentence, risky_segment
 from models.safety.retrieval import BACKGROUND_FILE, RuleRetriever
 from models.safety.risk_gate import GATE_FILE, RiskGate, gate_features
+from training.safety.perturb import perturb_log
+from training.safety.replay import evidence_sentence, risky_segment
 
 
 def gate_examples(scenarios: list[Scenario], retriever: RuleRetriever, runs: int = 16,
@@ -62,7 +62,7 @@ def fit_background(retriever: RuleRetriever, scenarios: list[Scenario], out: str
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m models.safety.fit_gate", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m training.safety.fit_gate", description=__doc__.splitlines()[0])
     p.add_argument("--logs", help="PaSBench text-log JSON (default: the development logs)")
     p.add_argument("--runs", type=int, default=16, help="perturbed copies per log used as positives")
     p.add_argument("--c", type=float, default=0.01, help="inverse L2 strength of the logistic regression")
