@@ -30,40 +30,6 @@ def _stage_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--webhook-events", action="store_true", help="also POST closed events and standing-query moments")
 
 
-def _options(args):
-    from pipelines import AnalyzeOptions, GroundingConfig, StageConfig
-    from pipelines.sinks.webhooks import WebhookConfig
-
-    if args.fps <= 0 or args.fps > 30:
-        raise BadInput("--fps must be in (0, 30]")
-    stages = StageConfig(asr=not args.no_asr, asr_model=args.asr_model, tags=not args.no_tags,
-                         visual=not args.no_visual, events_model=args.events, prefm_checkpoint=args.prefm_model,
-                         asr_language=None if args.language == "auto" else args.language,
-                         safety=not args.no_safety, safety_threshold=args.safety_threshold,
-                         judge_url=args.judge_url, camera=args.camera)
-    opts = AnalyzeOptions(stages=stages, sample_fps=args.fps)
-    if getattr(args, "webhook", None):
-        try:
-            opts.webhook = WebhookConfig(url=args.webhook, kinds=("alerts", "events", "moments") if args.webhook_events
-                                         else ("alerts",))
-        except ValueError as exc:
-            raise BadInput(str(exc)) from None
-    opts.grounding = GroundingConfig(queries=list(getattr(args, "query", None) or []),
-                                     standing=list(getattr(args, "watch", None) or []),
-                                     checkpoint=getattr(args, "grounding_model", None))
-    if getattr(args, "duration", None) is not None:
-        if args.duration <= 0:
-            raise BadInput("--duration must be positive")
-        opts.duration_s = args.duration
-    if getattr(args, "rtsp_transport", None):
-        opts.rtsp_transport = args.rtsp_transport
-    if getattr(args, "watchdog", None):
-        opts.watchdog_s = args.watchdog
-    if getattr(args, "reconnect_budget", None) is not None:
-        opts.reconnect.outage_budget_s = args.reconnect_budget
-    return opts
-
-
 def _graceful_stop():
     """First Ctrl-C (or SIGTERM) ends a live source cleanly and writes its results; a second one aborts."""
     import signal
@@ -83,6 +49,7 @@ def _graceful_stop():
 
 
 def cmd_analyze(args) -> int:
+    from app.services.settings import analysis_options
     from app.summary import render_summary
     from pipelines import analyze
 
@@ -96,7 +63,7 @@ def cmd_analyze(args) -> int:
     mode = args.progress
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() and not args.quiet else "none"
-    result = analyze(args.source, _options(args), show_progress={"bar": True, "plain": "plain", "none": False}[mode],
+    result = analyze(args.source, analysis_options(args), show_progress={"bar": True, "plain": "plain", "none": False}[mode],
                      stop_event=stop)
     if args.out:
         from pipelines.sinks.exporters import write_json
@@ -115,9 +82,10 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_batch(args) -> int:
-    from pipelines.spine.batch import run_batch
+    from app.services.batch import run_batch
+    from app.services.settings import analysis_options
 
-    report = run_batch(args.folder, args.out, _options(args), show_progress=not args.quiet,
+    report = run_batch(args.folder, args.out, analysis_options(args), show_progress=not args.quiet,
                        max_parallel=args.parallel)
     if not args.quiet:
         print((Path(args.out) / "summary.md").read_text())

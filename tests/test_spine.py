@@ -90,8 +90,8 @@ def test_queries_and_standing_queries_fill_moments(demo_clip):
 
 
 def test_clip_features_are_indexed_for_search_over_everything_stored(demo_clip, tmp_path):
-    from models.trisense.index import GroundingIndex
     from pipelines import AnalyzeOptions, GroundingConfig, StageConfig, analyze_inline
+    from pipelines.sinks.grounding_index import GroundingIndex
     from pipelines.stages.grounding import load_grounder
 
     path, truth = demo_clip

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app.api.uploads import UploadRejected
+from app.services.uploads import UploadRejected
 from models.errors import BadInput
 from pipelines.sinks.store import Store
 from ui import backend

@@ -1,4 +1,6 @@
-"""SQLite storage (WAL mode) for sources, jobs, events, transcripts, moments and alerts.
+"""SQLite storage (WAL mode) for sources, jobs, events, transcripts, moments and alerts, and the grounding
+index's per-second features and coarse windows (`pipelines.sinks.grounding_index`). All of Foresight's SQL is
+here, behind methods.
 
 A job's rows are replaced in one transaction when its result is saved, so a process killed at any point
 leaves either the previous state or the new one, never half a result: that is what makes batch resumable.
@@ -44,7 +46,20 @@ CREATE TABLE IF NOT EXISTS alerts (
     severity TEXT NOT NULL, rule TEXT NOT NULL, reason TEXT NOT NULL, lead_time_s REAL,
     evidence_json TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS grounding_clips (
+    source_id TEXT PRIMARY KEY, num_seconds INTEGER NOT NULL, transcript TEXT NOT NULL, events TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS grounding_seconds (
+    source_id TEXT NOT NULL, t INTEGER NOT NULL, visual BLOB, audio BLOB, speech BLOB,
+    mask INTEGER NOT NULL, text TEXT NOT NULL DEFAULT '', PRIMARY KEY (source_id, t)
+);
+CREATE TABLE IF NOT EXISTS grounding_windows (
+    source_id TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL, vec BLOB NOT NULL,
+    present INTEGER NOT NULL, PRIMARY KEY (source_id, start)
+);
+CREATE TABLE IF NOT EXISTS grounding_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+GROUNDING_TABLES = ("grounding_clips", "grounding_seconds", "grounding_windows")
 
 
 class Store:
@@ -109,6 +124,12 @@ class Store:
                 args.append(val)
         self._tx(lambda db: db.execute(f"UPDATE jobs SET {', '.join(sets)} WHERE id=?", (*args, job_id)))
 
+    def unfinished_job_ids(self, kind: str) -> list[str]:
+        """Jobs of `kind` still queued or running."""
+        with self._lock:
+            return [r[0] for r in self.db.execute(
+                "SELECT id FROM jobs WHERE status IN ('queued', 'running') AND kind=?", (kind,))]
+
     def count_jobs(self, statuses: Iterable[str]) -> int:
         statuses = list(statuses)
         with self._lock:
@@ -153,6 +174,88 @@ class Store:
             raise ValueError(f"unknown table {table}")
         with self._lock:
             return [dict(r) for r in self.db.execute(f"SELECT * FROM {table} WHERE job_id=? ORDER BY id", (job_id,))]
+
+
+    def text_rows(self, job_ids: list[str] | None = None) -> tuple[list[tuple], list[tuple]]:
+        """Transcript rows `(job_id, source, text, start, end)` and event rows
+        `(job_id, source, label, modality, start, end)` of the given jobs (default: all)."""
+        where, args = "", []
+        if job_ids:
+            where = f" WHERE job_id IN ({','.join('?' * len(job_ids))})"
+            args = list(job_ids)
+        with self._lock:
+            speech = self.db.execute(f'SELECT job_id, source, text, start, "end" FROM transcript{where}', args).fetchall()
+            events = self.db.execute(f'SELECT job_id, source, label, modality, start, "end" FROM events{where}',
+                                     args).fetchall()
+        return [tuple(r) for r in speech], [tuple(r) for r in events]
+
+    # -- grounding index ---------------------------------------------------------------------------------
+    def grounding_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self.db.execute("SELECT value FROM grounding_meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_grounding_meta(self, values: dict[str, str]) -> None:
+        self._tx(lambda db: db.executemany("INSERT OR REPLACE INTO grounding_meta(key, value) VALUES (?, ?)",
+                                           list(values.items())))
+
+    def grounding_sources(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self.db.execute("SELECT source_id FROM grounding_clips ORDER BY source_id")]
+
+    def grounding_seconds_total(self) -> int:
+        with self._lock:
+            return int(self.db.execute("SELECT COALESCE(SUM(num_seconds), 0) FROM grounding_clips").fetchone()[0])
+
+    def put_grounding_clip(self, source_id: str, num_seconds: int, transcript: list, events: list,
+                           second_rows: list[tuple], window_rows: list[tuple]) -> None:
+        """Replace a source's clip row, per-second rows and coarse windows, atomically."""
+
+        def write(db: sqlite3.Connection) -> None:
+            _delete_grounding(db, source_id)
+            db.execute("INSERT INTO grounding_clips VALUES (?, ?, ?, ?)",
+                       (source_id, num_seconds, json.dumps(transcript), json.dumps(events)))
+            db.executemany("INSERT INTO grounding_seconds VALUES (?, ?, ?, ?, ?, ?, ?)", second_rows)
+            db.executemany("INSERT INTO grounding_windows VALUES (?, ?, ?, ?, ?)", window_rows)
+
+        self._tx(write)
+
+    def remove_grounding_clip(self, source_id: str) -> None:
+        self._tx(lambda db: _delete_grounding(db, source_id))
+
+    def replace_grounding_windows(self, window_rows: list[tuple]) -> None:
+        """Every source's coarse windows at once (after a model or window-layout change)."""
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM grounding_windows")
+            db.executemany("INSERT INTO grounding_windows VALUES (?, ?, ?, ?, ?)", window_rows)
+
+        self._tx(write)
+
+    def grounding_clip(self, source_id: str) -> tuple[int, list, list] | None:
+        """`(num_seconds, transcript, events)` of an indexed source, or None."""
+        with self._lock:
+            row = self.db.execute("SELECT num_seconds, transcript, events FROM grounding_clips WHERE source_id=?",
+                                  (source_id,)).fetchone()
+        return None if row is None else (int(row[0]), json.loads(row[1]), json.loads(row[2]))
+
+    def grounding_seconds(self, source_id: str, start: int, end: int) -> list[tuple]:
+        """`(visual, audio, speech, mask)` blobs of seconds `[start, end)` of a source, in order."""
+        with self._lock:
+            return [tuple(r) for r in self.db.execute(
+                "SELECT visual, audio, speech, mask FROM grounding_seconds WHERE source_id=? AND t>=? AND t<? "
+                "ORDER BY t", (source_id, start, end))]
+
+    def grounding_windows(self) -> list[tuple]:
+        """`(source_id, start, end, vec, present)` of every coarse window, by source and start."""
+        with self._lock:
+            return [tuple(r) for r in self.db.execute(
+                "SELECT source_id, start, end, vec, present FROM grounding_windows ORDER BY source_id, start")]
+
+
+def _delete_grounding(db: sqlite3.Connection, source_id: str) -> None:
+    for table in GROUNDING_TABLES:
+        db.execute(f"DELETE FROM {table} WHERE source_id=?", (source_id,))
 
 
 def _insert_rows(db: sqlite3.Connection, job_id: str, source: str, events: list[dict], transcript: list[dict],

@@ -1,1 +1,1 @@
-"""The stage graph and its runners: Ray actors (`pipeline`, `actors`), inline (`inline`), batch (`batch`)."""
+"""The stage graph (`graph`) and its two runners: Ray actors (`pipeline`, `actors`) and inline (`inline`)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 
 def ensure_ray(num_cpus: int | None = None) -> None:
@@ -27,3 +28,35 @@ def shutdown_ray() -> None:
 
     if ray.is_initialized():
         ray.shutdown()
+
+
+_RAY_LOCK = threading.Lock()
+
+
+def ensure_ray_in_keeper_thread() -> None:
+    """Start Ray from a thread that lives as long as the process.
+
+    Ray's local processes (GCS, raylet) are started with a parent-death signal, which Linux sends when the
+    *thread* that spawned them ends; Streamlit runs every script run in a short-lived thread, so starting Ray
+    there would kill it a moment later.
+    """
+    import ray
+
+    with _RAY_LOCK:
+        if ray.is_initialized():
+            return
+        ready, errors = threading.Event(), []
+
+        def keeper() -> None:
+            try:
+                ensure_ray()
+            except BaseException as exc:  # handed to the caller below
+                errors.append(exc)
+            finally:
+                ready.set()
+            threading.Event().wait()
+
+        threading.Thread(target=keeper, name="ray-keeper", daemon=True).start()
+        ready.wait()
+        if errors:
+            raise errors[0]

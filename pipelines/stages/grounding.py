@@ -135,7 +135,7 @@ class GroundingStage:
 
     def index(self, clip) -> None:
         """Store this source's features so `POST /v1/search` can ground queries over everything stored."""
-        from models.trisense.index import GroundingIndex
+        from pipelines.sinks.grounding_index import GroundingIndex
 
         index = GroundingIndex(self.config.index_db, self.grounder)
         try:

@@ -1,4 +1,5 @@
-"""Live sources added and removed at run time, each a `Pipeline` of Ray actors with its own job row.
+"""Live sources added and removed at run time, each a `Pipeline` of Ray actors with its own job row
+(`StreamManager` for the REST API; the dashboard starts and stops one with `start_live` / `stop_live`).
 
 A watcher thread per stream waits for the pipeline to end (stopped, or failed for good), saves the final
 result and keeps the sink's last feed so a subscriber that is still connected receives every item.
@@ -13,10 +14,59 @@ from dataclasses import dataclass, field
 
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, Pipeline
-from pipelines.media.sources import SourceKind, parse_source
+from pipelines.media.sources import SourceKind, SourceSpec, parse_source
 from pipelines.sinks.store import Store
 
 TERMINAL = ("ended", "stopped", "failed")
+
+
+def live_spec(source: str, rtsp_transport: str, not_live: str) -> SourceSpec:
+    """The parsed live source (URL or device); BadInput with `not_live` for a file."""
+    try:
+        spec = parse_source(source, rtsp_transport, None)
+    except OSError as exc:  # e.g. a name longer than the filesystem allows
+        raise BadInput(f"cannot use this source ({exc.strerror or exc})") from None
+    if spec.kind is SourceKind.FILE:
+        raise BadInput(not_live)
+    return spec
+
+
+def start_pipeline(store: Store, source: str, options: AnalyzeOptions, job_id: str,
+                   source_id: str | None = None) -> Pipeline:
+    """A running pipeline whose rows go to job `job_id` (marked running, or failed if it cannot start)."""
+    store.update_job(job_id, status="running")
+    try:
+        return Pipeline(source, options, job_id=job_id, db_path=str(store.path), source_id=source_id)
+    except BaseException as exc:
+        store.update_job(job_id, status="failed", error=str(exc))
+        raise
+
+
+def start_live(store: Store, source: str, rtsp_transport: str = "tcp",
+               options: AnalyzeOptions | None = None) -> tuple[Pipeline, str]:
+    """The dashboard's live view: start a pipeline on a URL or device; returns it and its job id."""
+    from pipelines.spine.runtime import ensure_ray_in_keeper_thread
+
+    options = options or AnalyzeOptions()
+    options.rtsp_transport = rtsp_transport
+    spec = live_spec(source, rtsp_transport, "live view takes a URL (rtsp://, http(s)://) or a /dev/videoN device")
+    ensure_ray_in_keeper_thread()
+    job_id = store.create_job("dashboard-live", spec.name)
+    return start_pipeline(store, source, options, job_id), job_id
+
+
+def stop_live(store: Store, pipeline: Pipeline, job_id: str) -> dict | None:
+    """Stop a live pipeline and save its result; returns the result (None if the stream had failed)."""
+    pipeline.stop()
+    try:
+        result = pipeline.wait()
+        store.save_result(job_id, result)
+        return result
+    except Exception as exc:
+        store.update_job(job_id, status="failed", error=str(exc))
+        return None
+    finally:
+        pipeline.close()
 
 
 class TooManyStreams(Exception):
@@ -58,13 +108,8 @@ class StreamManager:
         options = AnalyzeOptions(**{**self.options.__dict__})
         if rtsp_transport is not None:
             options.rtsp_transport = rtsp_transport
-        try:
-            spec = parse_source(source, options.rtsp_transport, None)
-        except OSError as exc:  # e.g. a name longer than the filesystem allows
-            raise BadInput(f"cannot use this source ({exc.strerror or exc})") from None
-        if spec.kind is SourceKind.FILE:
-            raise BadInput("a stream needs a URL (rtsp://, http(s)://) or a /dev/videoN device; "
-                           "upload files to /v1/analyze")
+        spec = live_spec(source, options.rtsp_transport, "a stream needs a URL (rtsp://, http(s)://) or a "
+                         "/dev/videoN device; upload files to /v1/analyze")
         with self._lock:
             if sum(not s.terminal for s in self.streams.values()) >= self.max_streams:
                 raise TooManyStreams(f"{self.max_streams} streams are running already")
@@ -73,12 +118,10 @@ class StreamManager:
             self.streams[sid] = stream
         self.store.add_source(spec.uri, spec.kind.value, source_id=sid)
         self.store.create_job("stream", spec.name, job_id=stream.job_id)
-        self.store.update_job(stream.job_id, status="running")
         try:
-            stream.pipeline = Pipeline(source, options, job_id=stream.job_id, db_path=self.db_path, source_id=sid)
+            stream.pipeline = start_pipeline(self.store, source, options, stream.job_id, source_id=sid)
         except BaseException as exc:
             stream.status, stream.error = "failed", str(exc)
-            self.store.update_job(stream.job_id, status="failed", error=str(exc))
             with self._lock:
                 self.streams.pop(sid, None)
             raise

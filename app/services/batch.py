@@ -11,6 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.services.jobs import outcome, record_outcome
 from models.errors import BadInput
 from pipelines.media.sources import MEDIA_EXTENSIONS, content_hash
 from pipelines.sinks.exporters import summary_row, summary_table, to_webvtt, write_json
@@ -39,12 +40,7 @@ def _indexing(options: AnalyzeOptions, db: Path, name: str) -> AnalyzeOptions:
 
 def _task(path: str, options: AnalyzeOptions) -> tuple[dict | None, str | None]:
     """Ray task body: a bad file is a reported failure, not a crash of the batch."""
-    try:
-        return analyze_inline(path, options), None
-    except BadInput as exc:
-        return None, str(exc)
-    except Exception as exc:  # keep the batch going; the error is recorded against the file
-        return None, f"internal error: {exc!r}"
+    return outcome(lambda: analyze_inline(path, options))
 
 
 @dataclass
@@ -106,10 +102,10 @@ def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | 
                 result, error = None, f"worker failed: {type(exc).__name__}"
             if result is not None:
                 result["source"] = names[p]
-                store.save_result(job_id, result)
+            record_outcome(store, job_id, result, error)
+            if result is not None:
                 _write_file_outputs(outdir, names[p], result)
             else:
-                store.update_job(job_id, status="failed", error=error)
                 bar.write(f"failed: {names[p]}: {error}")
             bar.update(1)
         bar.close()

@@ -1,7 +1,8 @@
-"""Uploaded clips become jobs: a bounded queue in front of Ray tasks that run `analyze_inline`.
+"""Files become jobs in the store: one way to run an analysis as a job (`run_job`, `record_outcome`) for
+the REST API, the dashboard and batch, and the API's bounded queue in front of Ray tasks (`JobManager`).
 
-Each task opens the SQLite store itself and writes its progress there, so `GET /v1/jobs/{id}` is one indexed
-read in the server and never waits on Ray. The server process only saves results and hands out work.
+Each API task opens the SQLite store itself and writes its progress there, so `GET /v1/jobs/{id}` is one
+indexed read in the server and never waits on Ray. The server process only saves results and hands out work.
 """
 
 from __future__ import annotations
@@ -32,9 +33,45 @@ class PendingJob:
     submitted: float
 
 
+def run_job(store: Store, job_id: str, path: str, options: AnalyzeOptions | None = None,
+            on_progress: Callable[[float], None] | None = None) -> dict:
+    """Analyze `path` inline as job `job_id`: marked running, progress written to the store (at most twice a
+    second), the result returned; exceptions propagate (see `outcome`)."""
+    last = [0.0]
+
+    def progress(fraction: float) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.5 or fraction >= 1.0:
+            last[0] = now
+            store.update_job(job_id, progress=round(min(fraction, 0.999), 3))
+        if on_progress is not None:
+            on_progress(fraction)
+
+    store.update_job(job_id, status="running", progress=0.0)
+    return analyze_inline(path, options, progress)
+
+
+def outcome(fn: Callable[[], dict]) -> tuple[dict | None, str | None]:
+    """`(result, None)`, or `(None, reason)` when `fn` fails: a bad file is an error, not a crash."""
+    try:
+        return fn(), None
+    except BadInput as exc:
+        return None, str(exc)
+    except Exception as exc:  # recorded against the job; the caller keeps going
+        return None, f"internal error: {exc!r}"
+
+
+def record_outcome(store: Store, job_id: str, result: dict | None, error: str | None) -> None:
+    """Save a finished job's result, or mark it failed with the reason."""
+    if result is not None:
+        store.save_result(job_id, result)
+    else:
+        store.update_job(job_id, status="failed", error=error)
+
+
 def ground_queries(result: dict, queries: list[str], top_k: int = 3) -> list[dict]:
     """Moments for `queries` by text matching over the result's own transcript and event labels."""
-    from app.api.search import TextMatcher, candidates_from_result
+    from app.services.search import TextMatcher, candidates_from_result
 
     matcher = TextMatcher()
     cands = candidates_from_result(result)
@@ -67,28 +104,19 @@ def analyze_job(path: str, name: str, queries: list[str], options: AnalyzeOption
     checkpoint exists, otherwise they are matched against the result's transcript and event labels.
     """
     store = Store(db_path)
-    last = [0.0]
+    if grounder:  # answer the queries and index the clip's features for search over everything stored
+        options = replace(options, grounding=GroundingConfig(queries=list(queries), checkpoint=grounder,
+                                                             index_db=db_path, index_source=f"{name}#{job_id[:8]}"))
 
-    def progress(fraction: float) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 0.5 or fraction >= 1.0:
-            last[0] = now
-            store.update_job(job_id, progress=round(min(fraction, 0.999), 3))
-
-    try:
-        store.update_job(job_id, status="running", progress=0.0)
-        if grounder:  # answer the queries and index the clip's features for search over everything stored
-            options = replace(options, grounding=GroundingConfig(queries=list(queries), checkpoint=grounder,
-                                                                 index_db=db_path, index_source=f"{name}#{job_id[:8]}"))
-        result = analyze_inline(path, options, progress)
+    def analysis() -> dict:
+        result = run_job(store, job_id, path, options)
         result["source"] = name
         if queries and not grounder:
             result["moments"] = ground_queries(result, queries)
-        return result, None
-    except BadInput as exc:
-        return None, str(exc)
-    except Exception as exc:  # recorded against the job; the server keeps going
-        return None, f"internal error: {exc!r}"
+        return result
+
+    try:
+        return outcome(analysis)
     finally:
         store.close()
 
@@ -118,10 +146,7 @@ class JobManager:
 
     def _recover(self) -> None:
         """Jobs left queued or running by a previous server can never finish: mark them failed."""
-        with self.store._lock:
-            ids = [r[0] for r in self.store.db.execute("SELECT id FROM jobs WHERE status IN ('queued', 'running') "
-                                                        "AND kind='upload'")]
-        for job_id in ids:
+        for job_id in self.store.unfinished_job_ids("upload"):
             self.store.update_job(job_id, status="failed", error="interrupted: the server stopped before it finished")
 
     def start(self) -> None:
@@ -177,12 +202,8 @@ class JobManager:
             result, error = ray.get(ref)
         except ray.exceptions.RayError as exc:
             result, error = None, f"worker failed: {type(exc).__name__}"
-        if result is not None:
-            self.store.save_result(job.job_id, result)
-            self.finished["done"] += 1
-        else:
-            self.store.update_job(job.job_id, status="failed", error=error)
-            self.finished["failed"] += 1
+        record_outcome(self.store, job.job_id, result, error)
+        self.finished["done" if result is not None else "failed"] += 1
         seconds = time.perf_counter() - job.submitted
         self.durations.append(seconds)
         if self.on_finish is not None:

@@ -1,7 +1,7 @@
 """Search over everything stored: text matching of a query against transcripts and event labels.
 
-This is `models.trisense.baselines.TextMatchBaseline`'s method (MiniLM cosine similarity between the query and
-each transcript segment or event label) applied across every finished job, and it is named `text-match` in
+The scoring is `models.trisense.baselines.TextMatchBaseline`'s (MiniLM cosine similarity between the query and
+each transcript segment or event label), applied across every finished job, and it is named `text-match` in
 responses so nobody mistakes it for the learned grounder. When a TriSense checkpoint is configured and the
 store holds its grounding index, sources in that index are also searched with the `Grounder` (`trisense`).
 """
@@ -15,12 +15,7 @@ import numpy as np
 
 from pipelines.sinks.store import Store
 
-MODALITY_WEIGHTS = {
-    "speech": {"visual": 0.0, "audio": 0.0, "speech": 1.0},
-    "audio": {"visual": 0.0, "audio": 1.0, "speech": 0.0},
-    "visual": {"visual": 1.0, "audio": 0.0, "speech": 0.0},
-    "audio-visual": {"visual": 0.5, "audio": 0.5, "speech": 0.0},
-}
+MODALITY_KINDS = ("speech", "audio", "visual", "audio-visual")  # other candidate kinds are weighted as visual
 
 
 def candidates_from_result(result: dict, job_id: str | None = None) -> list[dict]:
@@ -36,14 +31,7 @@ def candidates_from_result(result: dict, job_id: str | None = None) -> list[dict
 
 def candidates_from_store(store: Store, job_ids: list[str] | None = None) -> list[dict]:
     """Candidates from the stored rows of every job (finished uploads and live streams alike)."""
-    where, args = "", []
-    if job_ids:
-        where = f" WHERE job_id IN ({','.join('?' * len(job_ids))})"
-        args = list(job_ids)
-    with store._lock:
-        speech = store.db.execute(f'SELECT job_id, source, text, start, "end" FROM transcript{where}', args).fetchall()
-        events = store.db.execute(f'SELECT job_id, source, label, modality, start, "end" FROM events{where}',
-                                  args).fetchall()
+    speech, events = store.text_rows(job_ids)
     out = [{"job_id": r[0], "source": r[1], "text": r[2].strip(), "kind": "speech", "start": r[3], "end": r[4]}
            for r in speech if r[2].strip()]
     out += [{"job_id": r[0], "source": r[1], "text": r[2], "kind": r[3], "start": r[4], "end": r[5]} for r in events]
@@ -51,27 +39,26 @@ def candidates_from_store(store: Store, job_ids: list[str] | None = None) -> lis
 
 
 class TextMatcher:
-    """Ranks candidates by cosine similarity of MiniLM embeddings (the encoder loads once per process)."""
+    """Ranks candidates from many jobs with the text-match baseline's scores (the encoder loads once per
+    process), keeping the best hit among overlapping ones of the same job and modality."""
 
-    _encoder = None
     _lock = threading.Lock()
 
     @classmethod
     def encoder(cls):
+        from models.trisense.text import default_text_encoder
+
         with cls._lock:
-            if cls._encoder is None:
-                from models.trisense.text import default_text_encoder
-                cls._encoder = default_text_encoder()
-        return cls._encoder
+            return default_text_encoder()
 
     def rank(self, query: str, candidates: list[dict], top_k: int = 5) -> list[dict]:
+        from models.trisense.baselines import TextMatchBaseline, modality_weights
+
         if not query.strip():
             raise ValueError("query must be a non-empty string")
         if not candidates:
             return []
-        enc = self.encoder()
-        q = enc.encode(query.strip())
-        scores = enc.encode([c["text"] for c in candidates]) @ q
+        scores = TextMatchBaseline(self.encoder()).similarities(query, [c["text"] for c in candidates])
         hits = []
         for i in np.argsort(-scores, kind="stable"):
             c = candidates[int(i)]
@@ -79,7 +66,7 @@ class TextMatcher:
                    and h["kind"] == c["kind"] for h in hits):
                 continue  # temporal NMS within one job and modality
             hits.append({**c, "score": round(float(np.clip(scores[i], 0.0, 1.0)), 4),
-                         "modality_weights": MODALITY_WEIGHTS.get(c["kind"], MODALITY_WEIGHTS["visual"])})
+                         "modality_weights": modality_weights(c["kind"] if c["kind"] in MODALITY_KINDS else "visual")})
             if len(hits) >= top_k:
                 break
         return hits
@@ -94,11 +81,11 @@ class SearchService:
         self.index = None
         if grounder_checkpoint is not None:
             from models.trisense.grounder import Grounder
-            from models.trisense.index import GroundingIndex
+            from pipelines.sinks.grounding_index import GroundingIndex
 
             if not Path(grounder_checkpoint).is_file():
                 raise FileNotFoundError(f"no grounder checkpoint at {grounder_checkpoint}")
-            self.index = GroundingIndex(store.path, Grounder.load(grounder_checkpoint))
+            self.index = GroundingIndex(store, Grounder.from_pretrained(grounder_checkpoint))
 
     def search(self, query: str, top_k: int = 5, job_ids: list[str] | None = None) -> dict:
         hits = [{**h, "method": "text-match"}

@@ -1,6 +1,6 @@
-"""Retrieval over time: per-second features and transcripts in SQLite, searched coarse-to-fine.
+"""Retrieval over time: per-second features and transcripts in the store, searched coarse-to-fine.
 
-Tables (created if missing, so they can live in the app's store):
+Tables (in the app's store, `pipelines.sinks.store`, which holds the SQL):
 
 * `grounding_clips(source_id, num_seconds, transcript, events)`: one row per indexed source;
 * `grounding_seconds(source_id, t, visual, audio, speech, mask, text)`: float32 blobs per second,
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,21 +28,7 @@ import torch
 
 from models.trisense.features import MODALITIES, ClipFeatures, shift_items
 from models.trisense.grounder import Grounder, Moment, nms_moments
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS grounding_clips (
-    source_id TEXT PRIMARY KEY, num_seconds INTEGER NOT NULL, transcript TEXT NOT NULL, events TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS grounding_seconds (
-    source_id TEXT NOT NULL, t INTEGER NOT NULL, visual BLOB, audio BLOB, speech BLOB,
-    mask INTEGER NOT NULL, text TEXT NOT NULL DEFAULT '', PRIMARY KEY (source_id, t)
-);
-CREATE TABLE IF NOT EXISTS grounding_windows (
-    source_id TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL, vec BLOB NOT NULL,
-    present INTEGER NOT NULL, PRIMARY KEY (source_id, start)
-);
-CREATE TABLE IF NOT EXISTS grounding_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+from pipelines.sinks.store import Store
 
 
 @dataclass
@@ -71,7 +56,7 @@ class GroundingIndex:
 
     def __init__(
         self,
-        db: str | Path | sqlite3.Connection,
+        db: str | Path | Store,
         grounder: Grounder,
         window_s: int = 8,
         stride_s: int = 4,
@@ -80,16 +65,14 @@ class GroundingIndex:
     ) -> None:
         if window_s < 1 or stride_s < 1 or candidates < 1 or context_s < 0:
             raise ValueError("window_s, stride_s and candidates must be >= 1, context_s >= 0")
-        if isinstance(db, sqlite3.Connection):
-            self.conn = db
+        self._owned = not isinstance(db, Store)
+        if isinstance(db, Store):
+            self.store = db
         else:
             path = Path(db)
             if str(db) != ":memory:" and not path.parent.is_dir():
                 raise FileNotFoundError(f"directory for the index does not exist: {path.parent}")
-            self.conn = sqlite3.connect(str(db), check_same_thread=False)
-            if str(db) != ":memory:":
-                self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.executescript(SCHEMA)
+            self.store = Store(db)
         self.grounder = grounder
         self.window_s, self.stride_s = window_s, stride_s
         self.candidates, self.context_s = candidates, context_s
@@ -98,32 +81,23 @@ class GroundingIndex:
         self._check_meta()
 
     # ------------------------------------------------------------------ bookkeeping
-    def _meta(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM grounding_meta WHERE key=?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def _set_meta(self, key: str, value: str) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO grounding_meta(key, value) VALUES (?, ?)", (key, value))
-
     def _check_meta(self) -> None:
         dims = json.dumps(self.grounder.dims, sort_keys=True)
-        stored = self._meta("dims")
+        stored = self.store.grounding_meta("dims")
         if stored is not None and stored != dims and self.source_ids():
             raise ValueError(f"index holds features of dims {stored}, the model expects {dims}")
         fingerprint = model_fingerprint(self.grounder)
         layout = f"{self.window_s}/{self.stride_s}"
-        with self.conn:
-            self._set_meta("dims", dims)
-            if self._meta("model") != fingerprint or self._meta("windows") != layout:
-                self._set_meta("model", fingerprint)
-                self._set_meta("windows", layout)
-                self.reindex()
+        self.store.set_grounding_meta({"dims": dims})
+        if self.store.grounding_meta("model") != fingerprint or self.store.grounding_meta("windows") != layout:
+            self.store.set_grounding_meta({"model": fingerprint, "windows": layout})
+            self.reindex()
 
     def source_ids(self) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT source_id FROM grounding_clips ORDER BY source_id")]
+        return self.store.grounding_sources()
 
     def __len__(self) -> int:
-        return int(self.conn.execute("SELECT COALESCE(SUM(num_seconds), 0) FROM grounding_clips").fetchone()[0])
+        return self.store.grounding_seconds_total()
 
     # ------------------------------------------------------------------ writing
     @torch.no_grad()
@@ -179,49 +153,32 @@ class GroundingIndex:
                     mask |= 1 << k
             second_rows.append((source_id, t, *blobs, mask, texts[t]))
         window_rows = self._window_rows(source_id, features)
-        with self._lock, self.conn:
-            self._delete(source_id)
-            self.conn.execute(
-                "INSERT INTO grounding_clips VALUES (?, ?, ?, ?)",
-                (source_id, T, json.dumps(features.transcript), json.dumps(features.events)),
-            )
-            self.conn.executemany("INSERT INTO grounding_seconds VALUES (?, ?, ?, ?, ?, ?, ?)", second_rows)
-            self.conn.executemany("INSERT INTO grounding_windows VALUES (?, ?, ?, ?, ?)", window_rows)
+        with self._lock:
+            self.store.put_grounding_clip(source_id, T, features.transcript, features.events, second_rows,
+                                          window_rows)
             self._cache = None
 
-    def _delete(self, source_id: str) -> None:
-        for table in ("grounding_clips", "grounding_seconds", "grounding_windows"):
-            self.conn.execute(f"DELETE FROM {table} WHERE source_id=?", (source_id,))
-
     def remove(self, source_id: str) -> None:
-        with self._lock, self.conn:
-            self._delete(source_id)
+        with self._lock:
+            self.store.remove_grounding_clip(source_id)
             self._cache = None
 
     def reindex(self) -> None:
         """Rebuild every coarse window from the stored seconds (after a model or window change)."""
         with self._lock:
-            self.conn.execute("DELETE FROM grounding_windows")
-            for sid in self.source_ids():
-                self.conn.executemany(
-                    "INSERT INTO grounding_windows VALUES (?, ?, ?, ?, ?)", self._window_rows(sid, self.load(sid))
-                )
+            rows = [row for sid in self.source_ids() for row in self._window_rows(sid, self.load(sid))]
+            self.store.replace_grounding_windows(rows)
             self._cache = None
 
     # ------------------------------------------------------------------ reading
     def load(self, source_id: str, start: int = 0, end: int | None = None) -> ClipFeatures:
         """The stored seconds `[start, end)` of a source as ClipFeatures (transcript/events shifted)."""
-        row = self.conn.execute(
-            "SELECT num_seconds, transcript, events FROM grounding_clips WHERE source_id=?", (source_id,)
-        ).fetchone()
-        if row is None:
+        clip = self.store.grounding_clip(source_id)
+        if clip is None:
             raise ValueError(f"unknown source_id {source_id!r}")
-        T, transcript, events = int(row[0]), json.loads(row[1]), json.loads(row[2])
+        T, transcript, events = clip
         end = T if end is None else min(end, T)
-        rows = self.conn.execute(
-            "SELECT visual, audio, speech, mask FROM grounding_seconds WHERE source_id=? AND t>=? AND t<? ORDER BY t",
-            (source_id, start, end),
-        ).fetchall()
+        rows = self.store.grounding_seconds(source_id, start, end)
         kwargs: dict = {}
         for k, m in enumerate(MODALITIES):
             if rows and rows[0][k] is not None:
@@ -235,9 +192,7 @@ class GroundingIndex:
     def _windows_matrix(self) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
         with self._lock:
             if self._cache is None:
-                rows = self.conn.execute(
-                    "SELECT source_id, start, end, vec, present FROM grounding_windows ORDER BY source_id, start"
-                ).fetchall()
+                rows = self.store.grounding_windows()
                 k = self.grounder.config.coarse_dim
                 vecs = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), 3, k)
                 present = np.array([[r[4] >> m & 1 for m in range(3)] for r in rows], dtype=bool).reshape(-1, 3)
@@ -297,4 +252,6 @@ class GroundingIndex:
         return hits[:top_k]
 
     def close(self) -> None:
-        self.conn.close()
+        """Close the store if this index opened it."""
+        if self._owned:
+            self.store.close()

@@ -6,44 +6,16 @@ the disk has filled; parsing the stream ourselves lets a too-large upload fail a
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import Request
 
-from models.errors import BadInput
-from pipelines.media.decode import MediaDecoder, StreamInfo
-from pipelines.media.sources import open_container, parse_source
+from app.services.uploads import Upload, UploadRejected, safe_filename
 
 FIELD_LIMIT = 64 * 1024  # bytes of all non-file fields together (queries)
 FORM_SLACK = FIELD_LIMIT + 16 * 1024  # multipart framing allowed on top of the file itself
-
-
-class UploadRejected(Exception):
-    """An upload that breaks a limit; `status` is the HTTP status and the message a one-line reason."""
-
-    def __init__(self, status: int, reason: str):
-        super().__init__(reason)
-        self.status = status
-
-
-@dataclass
-class Upload:
-    path: Path
-    filename: str
-    content_type: str
-    size: int
-    fields: dict[str, list[str]] = field(default_factory=dict)
-
-
-def safe_filename(name: str | None) -> str:
-    """The last path component with anything but letters, digits, dot, dash and underscore replaced."""
-    base = re.split(r"[\\/]", name or "")[-1].strip()
-    base = re.sub(r"[^A-Za-z0-9._-]+", "_", base).lstrip(".")
-    return base[:120] or "upload"
 
 
 class _FormReader:
@@ -149,31 +121,3 @@ async def receive_upload(request: Request, dest_dir: Path, max_bytes: int, allow
     if upload.size == 0:
         raise UploadRejected(400, "uploaded file is empty")
     return upload
-
-
-STILL_IMAGE_FORMATS = ("image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe", "tiff_pipe", "svg_pipe")
-
-
-def media_info(path: Path) -> StreamInfo:
-    """Probe the file like `pipelines.spine.pipeline.probe` (BadInput with the reason if it does not decode), refuse
-    still images, and return its streams and duration."""
-    spec = parse_source(str(path))
-    container = open_container(spec)
-    try:
-        fmt = container.format.name or ""
-        if any(name in STILL_IMAGE_FORMATS for name in fmt.split(",")):
-            raise BadInput(f"{spec.name}: a still image ({fmt}), not a video or audio clip")
-        return MediaDecoder(container).info()
-    finally:
-        container.close()
-
-
-def check_media(path: Path, max_duration_s: float) -> StreamInfo:
-    """`media_info` plus the duration limit, as UploadRejected(422) with the reason."""
-    try:
-        info = media_info(path)
-    except BadInput as exc:
-        raise UploadRejected(422, str(exc)) from None
-    if info.duration_s is not None and info.duration_s > max_duration_s:
-        raise UploadRejected(422, f"clip is {info.duration_s:.0f} s long; the limit is {max_duration_s:.0f} s")
-    return info
