@@ -78,7 +78,8 @@ def test_shipped_models_find_the_events_of_a_new_composed_clip(tmp_path):
     from models.encoders.registry import get_encoder
     from models.prefm.online import load_checkpoint, predict_windows
     from pipelines.sinks.feature_cache import encode_file
-    from training.corpus.compose import compose_clip, render_clip, second_labels
+    from training.corpus.compose import compose_clip, render_clip
+    from training.corpus.truth import second_labels
 
     torch.set_num_threads(1)
     truth = next(t for t, _ in (compose_clip(f"n{i}", "test", 977, i) for i in range(20))
@@ -106,7 +107,8 @@ def test_experiments_can_ship_prefm_alone_stamped_with_its_corpus(tmp_path, monk
     import torch
 
     from training.corpus import experiments
-    from training.corpus.compose import assign_splits, clip_ids, compose_clip, write_split_files
+    from training.corpus.compose import assign_splits, compose_clip
+    from training.corpus.layout import clip_ids, write_split_files
 
     corpus, runs = tmp_path / "corpus_v2", tmp_path / "runs"
     n, seed = 10, 1

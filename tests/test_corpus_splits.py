@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from training.corpus.compose import assign_splits, clip_ids, compose_clip
+from training.corpus.compose import assign_splits, compose_clip
+from training.corpus.layout import clip_ids
 from training.corpus.sources import PICTURES, SENTENCES, SOUNDS, SPEECH_TEMPLATES, sentences_for
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

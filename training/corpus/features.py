@@ -18,7 +18,8 @@ import numpy as np
 from models.trisense.features import ClipFeatures
 from pipelines.sinks.feature_cache import FeatureCache
 from pipelines.stages.events import EventTracker
-from training.corpus.compose import ClipTruth, load_truths, write_labels, write_split_files
+from training.corpus.layout import load_truths, write_labels, write_split_files
+from training.corpus.truth import ClipTruth
 
 
 def detection_events(seconds: list[dict]) -> list[dict]:
