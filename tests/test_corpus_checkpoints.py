@@ -3,19 +3,17 @@ feature sizes, and (slow) find the events of a freshly composed and encoded clip
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from models import prefm, trisense
 from models.encoders.audio_features import AUDIO_DIM
 from models.encoders.visual import VISUAL_DIM
 from models.prefm.labels import LLP_CLASSES, LLP_INDEX
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-ROOT = Path(__file__).resolve().parents[1]
-PREFM_CKPT = ROOT / "models" / "prefm" / "checkpoints" / "embedded_llp.pt"
-GROUNDER_CKPT = ROOT / "models" / "trisense" / "checkpoints" / "embedded.pt"
+PREFM_CKPT = prefm.SHIPPED_CHECKPOINT
+GROUNDER_CKPT = trisense.SHIPPED_CHECKPOINT
 
 
 def test_checkpoints_are_small_enough_for_the_repo():

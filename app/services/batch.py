@@ -29,7 +29,7 @@ def _indexing(options: AnalyzeOptions, db: Path, name: str) -> AnalyzeOptions:
     index, so `foresight serve --db OUTDIR/foresight.db` can ground queries over the whole batch."""
     from dataclasses import replace
 
-    from models.trisense.grounder import SHIPPED_CHECKPOINT
+    from models.trisense import SHIPPED_CHECKPOINT
 
     checkpoint = options.grounding.checkpoint or (str(SHIPPED_CHECKPOINT) if SHIPPED_CHECKPOINT.is_file() else None)
     if checkpoint is None:

@@ -267,7 +267,8 @@ class PreFM(nn.Module):
     @classmethod
     def from_pretrained(cls, path: Any = None) -> PreFM:
         """The model of the PreFM checkpoint at `path` (str or Path), by default the shipped one."""
-        from models.prefm.online import SHIPPED_CHECKPOINT, load_checkpoint
+        from models.prefm import SHIPPED_CHECKPOINT
+        from models.prefm.online import load_checkpoint
 
         return load_checkpoint(SHIPPED_CHECKPOINT if path is None else path)[0]
 

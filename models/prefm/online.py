@@ -19,7 +19,6 @@ import torch
 from models.prefm.modeling_prefm import PreFM, PreFMConfig, probabilities
 
 CHECKPOINT_FORMAT = "foresight-prefm-v1"
-SHIPPED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "embedded_llp.pt"  # LLP classes
 MODALITY_NAMES = {"audio": "audio", "visual": "visual", "av": "audio-visual"}
 
 

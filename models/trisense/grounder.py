@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from models.trisense import SHIPPED_CHECKPOINT
 from models.trisense.features import MODALITIES, ClipFeatures, batch_features
 from models.trisense.modeling_trisense import (
     SpanPrediction,
@@ -24,7 +25,6 @@ from models.trisense.modeling_trisense import (
 from models.trisense.text import TextEncoder, default_text_encoder
 
 CHECKPOINT_FORMAT = "foresight-trisense-v1"
-SHIPPED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "embedded.pt"  # the embedded grounder
 
 __all__ = ["ClipFeatures", "Grounder", "Moment", "load_checkpoint", "save_checkpoint"]
 

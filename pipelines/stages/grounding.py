@@ -17,7 +17,7 @@ from pipelines.stages.record import Second
 
 def checkpoint_path(checkpoint: str | None = None) -> Path:
     """The grounding checkpoint to use; BadInput naming the fix when it is missing."""
-    from models.trisense.grounder import SHIPPED_CHECKPOINT
+    from models.trisense import SHIPPED_CHECKPOINT
 
     path = Path(checkpoint) if checkpoint else SHIPPED_CHECKPOINT
     if not path.is_file():

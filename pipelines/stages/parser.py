@@ -24,7 +24,7 @@ IGNORED_TAGS = {"Silence", "Speech", "Speech synthesizer", "Narration, monologue
 
 def prefm_checkpoint(config: StageConfig) -> Path | None:
     """The PreFM checkpoint the parser should use, or None for tag-based events; BadInput if asked for and missing."""
-    from models.prefm.online import SHIPPED_CHECKPOINT
+    from models.prefm import SHIPPED_CHECKPOINT
 
     path = Path(config.prefm_checkpoint) if config.prefm_checkpoint else SHIPPED_CHECKPOINT
     if config.events_model == "tags":
