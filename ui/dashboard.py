@@ -134,10 +134,8 @@ def show_panels(events, transcript, alerts, duration, health: dict | None, live:
 if state.live is not None:
     @st.fragment(run_every=1.0)
     def live_view() -> None:
-        import ray
-
         pipeline, job_id, live = state.live
-        live.update(ray.get(pipeline.sink.feed_since.remote(live.seq)))
+        live.update(pipeline.feed(live.seq))
         prog = pipeline.progress()
         st.caption(f"live: {pipeline.spec.name} at {fmt_time(live.time)}")
         show_panels(live.events, live.transcript, live.alerts, live.time, prog["stats"], live)

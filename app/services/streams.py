@@ -131,7 +131,6 @@ class StreamManager:
         return stream
 
     def _watch(self, stream: LiveStream) -> None:
-        import ray
 
         pipe = stream.pipeline
         status, error = "ended", None
@@ -146,7 +145,7 @@ class StreamManager:
         if error:
             self.store.update_job(stream.job_id, status="failed", error=error)
         try:  # keep what the sink holds, then publish the terminal status (feed readers switch over on it)
-            stream.final_feed = ray.get(pipe.sink.feed_since.remote(0), timeout=10)
+            stream.final_feed = pipe.feed(0, timeout=10)
         except Exception:
             stream.final_feed = []
         stream.error, stream.status = error, status
@@ -176,24 +175,22 @@ class StreamManager:
 
     def feed(self, stream: LiveStream, since: int) -> list:
         """Feed items after sequence number `since`: from the live sink, or what it held when the stream ended."""
-        import ray
 
         if stream.terminal or stream.pipeline is None:
             return [item for item in stream.final_feed if item[0] > since]
         try:
-            return ray.get(stream.pipeline.sink.feed_since.remote(since), timeout=10)
+            return stream.pipeline.feed(since, timeout=10)
         except Exception:
             return [item for item in stream.final_feed if item[0] > since]
 
     def health(self, stream: LiveStream) -> dict:
         """Ingest counters and the sink's per-second end-to-end latencies (for /metrics and the API)."""
-        import ray
 
         if stream.terminal or stream.pipeline is None:
             return {"stats": stream.final_stats or {}, "latencies": []}
         try:
-            prog = ray.get(stream.pipeline.ingest.progress.remote(), timeout=5)
-            lat = ray.get(stream.pipeline.sink.latencies.remote(), timeout=5)
+            prog = stream.pipeline.progress(timeout=5)
+            lat = stream.pipeline.latencies(timeout=5)
         except Exception as exc:
             return {"stats": {"health": "unknown", "last_error": str(exc)}, "latencies": []}
         return {"stats": prog["stats"], "position": prog["position"], "latencies": lat[-300:]}

@@ -75,8 +75,16 @@ class Pipeline:
         self.run_ref = self.ingest.run.remote(self.nodes, self.actors, self.sink)
         self._ray = ray
 
-    def progress(self) -> dict:
-        return self._ray.get(self.ingest.progress.remote())
+    def progress(self, timeout: float | None = None) -> dict:
+        return self._ray.get(self.ingest.progress.remote(), timeout=timeout)
+
+    def feed(self, since: int = 0, timeout: float | None = None) -> list:
+        """The sink's feed items after sequence number `since`, for live subscribers."""
+        return self._ray.get(self.sink.feed_since.remote(since), timeout=timeout)
+
+    def latencies(self, timeout: float | None = None) -> list[float]:
+        """Seconds from each segment's completion to its record reaching the sink."""
+        return self._ray.get(self.sink.latencies.remote(), timeout=timeout)
 
     def stop(self) -> None:
         self.ingest.stop.remote()

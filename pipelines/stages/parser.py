@@ -59,8 +59,9 @@ class TagEvents:
         self.config = config
         self.tracker = EventTracker(max_gap=1)
 
-    def step(self, record: Second, speech: dict, audio: dict, vis: dict | None) -> tuple[list, list, dict]:
+    def step(self, record: Second, speech: dict, audio: dict, visual: dict | None) -> tuple[list, list, dict]:
         """(closed, active, anticipation) after one second."""
+        vis = (visual or {}).get("visual")
         closed = self.tracker.update(record.start, record.end, tag_labels(self.config, audio.get("tags", {}), vis))
         for a, b in speech["spans"]:
             closed.append(self.tracker.add_span("Speech", "audio", a, b, max(speech["speech_prob"], 0.5)))
@@ -123,13 +124,11 @@ class ParserStage:
         self.events = TagEvents(config) if path is None else PrefmEvents(config, path)
 
     def process(self, record: Second, speech: dict, audio: dict, visual: dict | None = None) -> Second:
-        vis = (visual or {}).get("visual")
-        closed, active, anticipation = self.events.step(
-            record, speech, audio, visual if isinstance(self.events, PrefmEvents) else vis)
+        closed, active, anticipation = self.events.step(record, speech, audio, visual)
         record.speech_prob = speech["speech_prob"]
         record.tags = audio.get("tags", {})
         record.level_db = audio.get("level_db")
-        record.visual = vis
+        record.visual = (visual or {}).get("visual")
         record.events_closed, record.events_active = closed, active
         record.anticipation = anticipation
         record.transcript = speech["transcript"]
