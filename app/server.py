@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app.services.settings import add_analysis_flags, parse_args
 from models.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 
 
@@ -23,10 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-type", action="append", dest="allowed_types",
                    help="allowed upload content type (repeat; default: common video and audio types)")
     p.add_argument("--grounder", help="TriSense checkpoint: search also uses the grounding index in --db")
-    p.add_argument("--no-asr", action="store_true", help="skip speech recognition")
-    p.add_argument("--no-tags", action="store_true", help="skip AudioSet sound tags")
-    p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
     p.add_argument("--log-level", default="warning")
+    add_analysis_flags(p)
     return p
 
 
@@ -42,8 +41,9 @@ def serve_main(argv: list[str]) -> int:
 
     from app.api import create_app
 
-    args = build_parser().parse_args(argv)
     try:
+        parser = build_parser()
+        args = parse_args(parser, argv, {"serve": (parser, ("analysis", "serve"))})
         settings = make_settings(args)
         if not settings.db_path.parent.exists():
             raise ValueError(f"--db folder {settings.db_path.parent} does not exist")
