@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import ray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._media import long_clip  # noqa: E402
@@ -32,7 +31,7 @@ def main() -> None:
         pipe = Pipeline(server.url, AnalyzeOptions(duration_s=args.seconds, rtsp_transport="udp"))
         t0 = time.time()
         result = pipe.wait(show_progress=True)
-        lat = np.array(ray.get(pipe.sink.latencies.remote()))
+        lat = np.array(pipe.latencies())
         pipe.close()
     finally:
         server.kill()
