@@ -27,18 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from training.corpus import mixing
 from training.corpus.layout import SPLIT_FRACTIONS, clip_ids, write_labels, write_split_files
-from training.corpus.mixing import (
-    image,
-    make_shot,
-    mix_in,
-    picture_weight,
-    place_item,
-    recording,
-    repeated,
-    trimmed,
-    utterance,
-)
 from training.corpus.scripts import NOISE_LEVEL, SCRIPTS, compose_scripted
 from training.corpus.sources import (
     DISTRACTOR_SOUNDS,
@@ -74,8 +64,8 @@ def _compose_audio(rng: np.random.Generator, split: str, duration: int) -> tuple
     pending: list[tuple[np.ndarray, AudioItem]] = []
     for snd in SOUNDS:
         if rng.random() < 0.5:
-            base = trimmed(recording(str(rng.choice(snd.files))))
-            wave = repeated(base, int(rng.integers(snd.repeat[0], snd.repeat[1] + 1)))
+            base = mixing.trimmed(mixing.recording(str(rng.choice(snd.files))))
+            wave = mixing.repeated(base, int(rng.integers(snd.repeat[0], snd.repeat[1] + 1)))
             wave = wave[: int(rng.uniform(2.0, snd.max_s) * RATE)] if wave.size / RATE > snd.max_s else wave
             pending.append((wave, AudioItem("sound", snd.name, 0, 0, snd.llp)))
     n_speech = int(rng.choice([0, 1, 1, 2, 2, 2]))
@@ -83,18 +73,18 @@ def _compose_audio(rng: np.random.Generator, split: str, duration: int) -> tuple
     for k in rng.choice(len(bank), size=n_speech, replace=False):
         text, topic = bank[int(k)]
         voice = str(rng.choice(VOICES))
-        wave = utterance(rng, text, voice)
+        wave = mixing.utterance(rng, text, voice)
         pending.append((wave, AudioItem("speech", "speech", 0, 0, "Speech", text, topic, voice)))
     for name in rng.choice(DISTRACTOR_SOUNDS, size=int(rng.integers(0, 3)), replace=False):
-        pending.append((trimmed(recording(str(name))), AudioItem("distractor", str(name), 0, 0, None)))
+        pending.append((mixing.trimmed(mixing.recording(str(name))), AudioItem("distractor", str(name), 0, 0, None)))
     for i in rng.permutation(len(pending)):
         wave, item = pending[int(i)]
         length = wave.size / RATE
         # distractors may overlap anything; 15 % of the labelled sources may overlap the others
         may_overlap = item.kind == "distractor" or rng.random() < 0.15
-        start = place_item(rng, items, length, duration, may_overlap)
+        start = mixing.place_item(rng, items, length, duration, may_overlap)
         if start is not None:
-            mix_in(rng, track, items, wave, item, start)
+            mixing.mix_in(rng, track, items, wave, item, start)
     items.sort(key=lambda it: it.start)
     return track, items
 
@@ -103,9 +93,9 @@ def _compose_shots(rng: np.random.Generator, duration: int) -> list[Shot]:
     n = min(int(rng.integers(2, 5)), duration // 3)
     lengths = 3 + rng.multinomial(duration - 3 * n, rng.dirichlet(np.ones(n)))
     bounds = [0, *np.cumsum(lengths).tolist()]
-    weights = np.array([picture_weight(p) for p in PICTURES])
+    weights = np.array([mixing.picture_weight(p) for p in PICTURES])
     picks = rng.choice(len(PICTURES), size=len(bounds) - 1, replace=False, p=weights / weights.sum())
-    return [make_shot(rng, PICTURES[int(k)], a, b)
+    return [mixing.make_shot(rng, PICTURES[int(k)], a, b)
             for (a, b), k in zip(zip(bounds[:-1], bounds[1:], strict=True), picks, strict=True)]
 
 
@@ -162,7 +152,7 @@ def render_clip(path: str | Path, truth: ClipTruth, track: np.ndarray) -> Path:
     """Encode the composed clip (H.264 + AAC MP4)."""
     def frame(t: float) -> np.ndarray:
         shot = next((s for s in truth.shots if s.start <= t < s.end), truth.shots[-1])
-        img = image(shot.image)
+        img = mixing.image(shot.image)
         img = img[:, ::-1] if shot.flip else img
         return ken_burns(img, WIDTH, HEIGHT, (t - shot.start) / max(shot.end - shot.start, 1))
 
