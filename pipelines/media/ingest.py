@@ -40,7 +40,6 @@ class ReconnectPolicy:
     max_s: float = 8.0
     factor: float = 2.0
     jitter: float = 0.3
-    # limits: attempts at the first connection, seconds of outage tolerated after it
     connect_attempts: int = 3
     outage_budget_s: float = 30.0
 
