@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from pipelines.media.ingest import SegmentReader
 from pipelines.media.sources import parse_source
 from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
 from pipelines.spine.options import AnalyzeOptions
-from pipelines.stages.config import limit_threads
+from pipelines.stages.config import StageConfig, limit_threads
 from pipelines.stages.record import Second
 
 
@@ -23,14 +24,13 @@ class StageCache:
     built fresh per source."""
 
     def __init__(self) -> None:
-        self.config_key: str | None = None
+        self.config: StageConfig | None = None
         self.stages: dict[str, object] = {}
 
     def get(self, node: graph.Node, options: AnalyzeOptions):
-        key = repr(options.stages)
-        if key != self.config_key:
+        if options.stages != self.config:
             self.stages.clear()
-            self.config_key = key
+            self.config = replace(options.stages)
         config = graph.node_config(node, options)
         stage = self.stages.get(node.name)
         if stage is None:
