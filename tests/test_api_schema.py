@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tests.api_server import ApiServer
-from tests.conftest import ROOT, free_port
+from tests.helpers.api_server import ApiServer
+from tests.helpers.cli import ROOT, free_port
 
 CHECKS = ",".join(["not_a_server_error", "status_code_conformance", "content_type_conformance",
                    "response_schema_conformance", "response_headers_conformance", "use_after_free",

@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from pipelines.results import stable_view
-from tests.api_server import ApiServer, wait_job
-from tests.conftest import free_port, run_cli
+from pipelines.sinks.results import stable_view
+from tests.helpers.api_server import ApiServer, wait_job
+from tests.helpers.cli import free_port, run_cli
 
 KEY = "test-key-123"
 MAX_QUEUE = 10
@@ -34,7 +34,7 @@ def short_clip(media_dir):
     """A 4-second clip: two seconds of a tone, then silence (fast to analyse, for the concurrency tests)."""
     import numpy as np
 
-    from pipelines.synth import RATE, ClipSpec, tone, write_clip
+    from training.media.synth import RATE, ClipSpec, tone, write_clip
 
     path = media_dir / "short.mp4"
     audio = np.concatenate([tone(880, 2.0), np.zeros(2 * RATE, np.float32)])

@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from pipelines.synth import RATE, ClipSpec, place, speak, write_clip
-from tests.conftest import free_port, run_cli
+from tests.helpers.cli import free_port, run_cli
+from training.media.synth import RATE, ClipSpec, place, speak, write_clip
 
 
 def assert_clean_failure(proc, needle: str) -> None:

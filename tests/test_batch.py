@@ -12,10 +12,10 @@ import time
 import numpy as np
 import pytest
 
-from pipelines.results import stable_view
-from pipelines.store import Store
-from pipelines.synth import RATE, ClipSpec, place, speak, write_clip
-from tests.conftest import FORESIGHT, ROOT, run_cli
+from pipelines.sinks.results import stable_view
+from pipelines.sinks.store import Store
+from tests.helpers.cli import FORESIGHT, ROOT, run_cli
+from training.media.synth import RATE, ClipSpec, place, speak, write_clip
 
 SENTENCES = ["The red car is parked outside.", "Open the window please.", "My password is secret.",
              "The dog is barking loudly.", "Turn off the kitchen lights."]

@@ -7,9 +7,10 @@ from concurrent.futures import Future
 import numpy as np
 import pytest
 
-from pipelines.budget import BudgetHook, LatencyBudget, busy_second, thin_frames
-from pipelines.segment import Segment
-from training.cmdp.pipeline_model import Action
+from models.cmdp.pipeline_model import Action
+from pipelines.media.segment import Segment
+from pipelines.spine.budget import BudgetHook, LatencyBudget, busy_second, thin_frames
+from pipelines.stages.record import Second
 
 
 def segment(index: int, fps: float = 4.0) -> Segment:
@@ -31,9 +32,9 @@ def test_thinning_keeps_the_coarser_time_grid_and_the_audio_tier_drops_frames():
 
 
 def test_busy_second_reads_speech_or_people():
-    assert busy_second({"speech_prob": 0.9})
-    assert busy_second({"speech_prob": 0.1, "visual": {"persons": 2}})
-    assert not busy_second({"speech_prob": 0.1, "visual": {"persons": 0}, "transcript": []})
+    assert busy_second(Second(speech_prob=0.9))
+    assert busy_second(Second(speech_prob=0.1, visual={"persons": 2}))
+    assert not busy_second(Second(speech_prob=0.1, visual={"persons": 0}, transcript=[]))
 
 
 class Scripted:
@@ -62,8 +63,8 @@ def test_hook_applies_decisions_and_feeds_back_latency_from_completion_callbacks
         f = Future()
         hook.track(seg, f)
         futures.append(f)
-    futures[1].set_result({"speech_prob": 0.8})
-    futures[0].set_result({"speech_prob": 0.0})
+    futures[1].set_result(Second(index=1, speech_prob=0.8))
+    futures[0].set_result(Second(index=0, speech_prob=0.0))
     futures[2].set_exception(RuntimeError("stage crashed"))  # not an observation
     summary = hook.summary()
     assert ctl.observed == [(0, False), (1, True)]
@@ -79,49 +80,46 @@ def test_default_hook_builds_the_cmdp_controller():
 def test_ingest_actor_applies_the_budget_on_the_ray_spine(tmp_path, ray_runtime):
     import ray
 
-    from pipelines.actors import IngestActor
-    from pipelines.sources import parse_source
-    from pipelines.synth import ClipSpec, tone, write_clip
+    from pipelines.media.sources import parse_source
+    from pipelines.spine.actors import IngestActor
+    from pipelines.spine.graph import Node
+    from pipelines.stages.record import Second
+    from training.media.synth import ClipSpec, tone, write_clip
 
     @ray.remote(num_cpus=0)
-    class Stage:
+    class Visual:
         def process(self, seg):
-            return {"index": seg.index, "frames": len(seg.frames)}
-
-        def finish(self, *args):
-            return {"index": None}
+            return len(seg.frames)
 
     @ray.remote(num_cpus=0)
     class Parser:
-        def process(self, meta, speech, audio, visual):
-            return {**meta, "frames_seen": visual["frames"], "speech_prob": 0.0}
+        def process(self, record, frames):
+            record.n_frames = frames  # what the visual stage was handed after the budget thinned it
+            return record
 
-        def finish(self, speech):
-            return {"index": None}
+        def finish(self):
+            return Second.closing()
 
     @ray.remote(num_cpus=0)
-    class Passthrough:
+    class Sink:
         def __init__(self):
             self.rows = []
 
-        def process(self, parsed):
-            return parsed
-
-        def finish(self, parsed):
-            return parsed
-
-        def write(self, parsed):
-            self.rows.append(parsed)
-            return parsed.get("index")
+        def write(self, record):
+            self.rows.append(record)
+            return record.index
 
         def seen(self):
             return self.rows
 
+    nodes = [Node("visual", "-", "stages", ("segment",), "visual"),
+             Node("parser", "-", "stages", ("record", "visual"), "record", finish=())]
     path = write_clip(tmp_path / "clip.mp4", ClipSpec(5.0, 10, 64, 48, lambda t: np.full((48, 64, 3), 90, np.uint8),
                                                       audio=tone(440, 5.0)))
     ingest = IngestActor.remote(parse_source(str(path)), "clip", 2.0, budget=LatencyBudget(latency_s=0.5))
-    stage, parser, passthrough = Stage.remote(), Parser.remote(), Passthrough.remote()
-    out = ray.get(ingest.run.remote(stage, stage, stage, parser, passthrough, passthrough), timeout=120)
-    rows = [r for r in ray.get(passthrough.seen.remote()) if r.get("index") is not None]
+    sink = Sink.remote()
+    out = ray.get(ingest.run.remote(nodes, {"visual": Visual.remote(), "parser": Parser.remote()}, sink),
+                  timeout=120)
+    rows = [r for r in ray.get(sink.seen.remote()) if r.index is not None]
     assert len(rows) == 5 and sum(out["budget"]["decisions"].values()) == 5
-    assert all(r["frames_seen"] <= 2 for r in rows) and out["budget"]["observed"] >= 1
+    assert all(r.n_frames <= 2 for r in rows) and out["budget"]["observed"] >= 1

@@ -8,11 +8,11 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.helpers.cli import ROOT
 
 PROBE = r"""
 import json, os, psutil, ray
-from pipelines.runtime import ensure_ray, shutdown_ray
+from pipelines.spine.runtime import ensure_ray, shutdown_ray
 
 ensure_ray(num_cpus=1)
 

@@ -9,11 +9,10 @@ import threading
 import numpy as np
 import pytest
 
-from pipelines.analyze import AnalyzeOptions, analyze_inline
-from pipelines.stages import StageConfig
-from pipelines.synth import ClipSpec, write_clip
-from pipelines.webhooks import WebhookConfig
-from tests.conftest import free_port
+from pipelines import AnalyzeOptions, StageConfig, analyze_inline
+from pipelines.sinks.webhooks import WebhookConfig
+from tests.helpers.cli import free_port
+from training.media.synth import ClipSpec, write_clip
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 
 from app.api.context import Services
-from app.api.jobs import JobManager
 from app.api.metrics import Metrics
 from app.api.routers import jobs, search, streams, system
-from app.api.search import SearchService, TextMatcher
-from app.api.settings import Settings
-from app.api.streams import StreamManager
-from pipelines.store import Store
+from app.services.jobs import JobManager
+from app.services.search import SearchService, TextMatcher
+from app.services.settings import Settings
+from app.services.streams import StreamManager
+from pipelines.sinks.store import Store
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

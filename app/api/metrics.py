@@ -12,8 +12,8 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from app.api.jobs import JobManager
-from app.api.streams import StreamManager
+from app.services.jobs import JobManager
+from app.services.streams import StreamManager
 
 
 class ForesightCollector:

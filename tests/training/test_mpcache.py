@@ -91,7 +91,7 @@ def grounder():
 
 
 def test_archive_memory_finds_the_planted_moment(tmp_path, grounder):
-    from models.trisense.index import GroundingIndex
+    from pipelines.sinks.grounding_index import GroundingIndex
 
     rng = np.random.default_rng(1)
     selector = MPCacheSelector.for_grounder(grounder, budget=0.12)

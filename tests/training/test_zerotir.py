@@ -141,7 +141,7 @@ def test_agent_answers_questions_about_a_real_result(agent, question, answer):
 
 
 def test_agent_reads_the_sqlite_store(tmp_path, agent, capsys):
-    from pipelines.store import Store
+    from pipelines.sinks.store import Store
 
     result = json.loads(FIXTURE.read_text())
     store = Store(tmp_path / "foresight.db")

@@ -1,7 +1,2 @@
-"""Online constrained MDPs by model-based primal-dual learning, and a latency-budget controller built on it.
-
-See docs/training/cmdp.md. `tabular` holds finite-horizon CMDPs (exact evaluation, LP optimum), `primal_dual`
-the learner (optimistic reward, pessimistic cost, dual ascent, budget tightening), `pipeline_model` the CMDP
-of Foresight's live pipeline knobs (sample rate and model tier), `controller` the online controller the live
-runner consults.
-"""
+"""The CMDP primal-dual experiment (issue 16): the learner and controller live in `models/cmdp/`; see
+docs/training/cmdp.md."""

@@ -14,10 +14,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from training.cmdp.controller import BudgetConfig, BudgetController
-from training.cmdp.pipeline_model import ACTIONS, PipelineModelConfig, build_cmdp, state_index
-from training.cmdp.primal_dual import PrimalDual, PrimalDualConfig
-from training.cmdp.tabular import (
+from models.cmdp.controller import BudgetConfig, BudgetController
+from models.cmdp.pipeline_model import ACTIONS, PipelineModelConfig, build_cmdp, state_index
+from models.cmdp.primal_dual import PrimalDual, PrimalDualConfig
+from models.cmdp.tabular import (
     CMDP,
     evaluate,
     lp_optimum,

@@ -1,6 +1,6 @@
 """Foresight's shared per-second embeddings, read from the feature cache, as rows for the fair head.
 
-`models.encoders.cache.FeatureCache` keeps each video's embedded features as `embedded/visual/<id>.npy` and
+`pipelines.sinks.feature_cache.FeatureCache` keeps each video's embedded features as `embedded/visual/<id>.npy` and
 `embedded/audio/<id>.npy` (T x D float32, one row per second). `per_second_embeddings` stacks the chosen
 modalities of several videos side by side, one row per second, and says which video each row came from, so
 the caller can attach the camera or site of each video as the group and fit `fit_fair_head` on the rows.

@@ -1,7 +1,7 @@
 """What the agent's programs read: a stream's stored events and transcript, from a result or the store.
 
 Foresight keeps both in two places: the result JSON (`events` and `transcript` lists of the result schema
-in docs/design) and the SQLite store (`pipelines.store.Store`, rows per job). This adapter reads either
+in docs/design) and the SQLite store (`pipelines.sinks.store.Store`, rows per job). This adapter reads either
 through its public surface only, so the agent does not depend on how the store is laid out.
 """
 
@@ -62,7 +62,7 @@ def from_result(result: dict[str, Any]) -> StreamLog:
 def from_store(path: str | Path, job_id: str) -> StreamLog:
     """One job's rows from the SQLite store, read through `Store.rows` (live jobs append rows before
     they have a result, so rows are the fuller view)."""
-    from pipelines.store import Store
+    from pipelines.sinks.store import Store
 
     store = Store(path)
     try:

@@ -10,9 +10,10 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.context import Services, require_api_key, services
-from app.api.jobs import QueueFull
+from app.api.multipart import receive_upload
 from app.api.schemas import AnalysisResult, JobCreated, JobStatus, Problem
-from app.api.uploads import UploadRejected, check_media, receive_upload
+from app.services.jobs import QueueFull
+from app.services.uploads import UploadRejected, check_media
 
 router = APIRouter(prefix="/v1", tags=["jobs"], dependencies=[Depends(require_api_key)])
 

@@ -12,8 +12,8 @@ from starlette.concurrency import run_in_threadpool
 from app.api.context import Services, require_api_key, services
 from app.api.schemas import Problem, StreamCreate, StreamInfo
 from app.api.sse import comment, feed_item_frames, frame
-from app.api.streams import LiveStream, TooManyStreams
-from app.errors import BadInput
+from app.services.streams import LiveStream, TooManyStreams
+from models.errors import BadInput
 
 router = APIRouter(prefix="/v1/streams", tags=["streams"], dependencies=[Depends(require_api_key)])
 
