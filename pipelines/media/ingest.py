@@ -58,6 +58,7 @@ class IngestStats:
     reconnects: int = 0
     lost_intervals: list[tuple[float, float]] = field(default_factory=list)
     decode_errors: int = 0
+    analysed_until: float = 0.0  # end of the last second emitted (less than the duration if decoding stopped early)
     last_error: str | None = None
     failure: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -73,6 +74,7 @@ class IngestStats:
             "frames_dropped": self.frames_dropped, "reconnects": self.reconnects,
             "lost_intervals": [[round(a, 3), round(b, 3)] for a, b in self.lost_intervals],
             "lost_seconds": round(self.lost_seconds, 3), "decode_errors": self.decode_errors,
+            "analysed_until": round(self.analysed_until, 3),
             "last_error": self.last_error, "failure": self.failure, "warnings": list(self.warnings),
         }
 
@@ -179,6 +181,7 @@ class SegmentReader:
     def _emit(self, seg: Segment) -> None:
         seg.dropped_before = self.stats.frames_dropped
         self.stats.segments_emitted += 1
+        self.stats.analysed_until = max(self.stats.analysed_until, float(seg.end))
         self._buffer.put(seg, on_drop=self._on_drop)
 
     def _on_drop(self, seg) -> None:
