@@ -30,6 +30,9 @@ class RecordingStore:
     def __init__(self):
         self.calls = []
 
+    def unfinished_job_ids(self, kind):
+        return []
+
     def __getattr__(self, name):
         return lambda *a, **kw: self.calls.append(name)
 

@@ -29,7 +29,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         store = Store(settings.db_path)
         settings.upload_dir.mkdir(parents=True, exist_ok=True)
         job_manager = JobManager(store, settings.db_path, settings.options, settings.max_queue, settings.parallel,
-                                 settings.keep_uploads, settings.grounder_checkpoint)
+                                 settings.keep_uploads, settings.grounder_checkpoint, settings.upload_dir)
         stream_manager = StreamManager(store, str(settings.db_path), settings.stream_options or settings.options,
                                        settings.max_streams, policy=settings.source_policy)
         metrics = Metrics(job_manager, stream_manager)

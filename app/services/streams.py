@@ -108,6 +108,11 @@ class StreamManager:
         self.max_streams = max_streams
         self.streams: dict[str, LiveStream] = {}
         self._lock = threading.Lock()
+        # A stream that ran when a previous server died (even `kill -9`) cannot come back on its own (its
+        # source is stored redacted): it ends with a reason instead of staying "running" forever.
+        for job_id in store.unfinished_job_ids("stream"):
+            store.update_job(job_id, status="failed",
+                             error="interrupted: the server stopped while the stream ran; add it again")
 
     def add(self, source: str, rtsp_transport: str | None = None) -> LiveStream:
         """Accept a live URL or device and connect in the background (the stream starts as "starting").
