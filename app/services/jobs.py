@@ -20,7 +20,6 @@ from models.errors import BadInput
 from pipelines import AnalyzeOptions, GroundingConfig, analyze_inline
 from pipelines.sinks.store import Store
 
-
 JOB_META = ".job.json"
 
 
