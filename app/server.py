@@ -29,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source-network", action="append", dest="source_networks", metavar="CIDR",
                    help="network stream sources and webhooks may reach (repeat; replaces the default private "
                         "LANs 10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)")
+    p.add_argument("--source-host", action="append", dest="source_hosts", metavar="NAME",
+                   help="host name stream sources and webhooks may use ('cam*.lan' allowed; repeat); when given, "
+                        "other names are refused before any DNS lookup")
     p.add_argument("--no-public-sources", action="store_true",
                    help="refuse stream sources and webhooks on public (internet) addresses")
     p.add_argument("--allow-devices", action="store_true", help="let POST /v1/streams open /dev/videoN devices")

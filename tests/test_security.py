@@ -64,7 +64,7 @@ REFUSED_SOURCES = [
     "rtsp://127.0.0.1:8554/cam", "http://localhost:8000/v1/jobs", "http://[::1]/", "http://169.254.169.254/latest",
     "http://[fd00:ec2::254]/", "http://0.0.0.0:8000/", "http://[::ffff:127.0.0.1]/", "http://169.254.1.1/",
     "rtsp://127.1/x", "http://2130706433/", "/etc/passwd", "/etc", "/no/such/file.mp4", "file:///etc/passwd",
-    "ftp://192.168.1.2/x.mp4", "gopher://10.0.0.1/", "/dev/video0", "http://no-such-host.invalid/x.m3u8",
+    "ftp://192.168.1.2/x.mp4", "gopher://10.0.0.1/", "/dev/video0",
 ]
 
 
@@ -73,6 +73,20 @@ def test_default_policy_refuses_loopback_metadata_and_paths_with_one_message(sou
     with pytest.raises(SourceRefused) as err:
         SourcePolicy().check_source_quick(source)
     assert str(err.value) == GENERIC_REFUSAL
+
+
+def test_host_names_outside_the_list_are_refused_before_any_lookup(monkeypatch):
+    import socket
+
+    def no_dns(*args, **kw):
+        raise AssertionError("resolved a name the host list refuses")
+
+    policy = SourcePolicy(hosts=("localhost", "cam*.lan"), networks=("127.0.0.0/8",))
+    policy.check_source_quick("rtsp://localhost:8554/x")
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    for source in ("http://no-such-host.invalid/x.m3u8", "rtsp://example.org/x", "http://evil.lan/"):
+        with pytest.raises(SourceRefused):
+            policy.check_source_quick(source)
 
 
 def test_default_policy_admits_camera_lans_and_public_addresses():

@@ -82,6 +82,7 @@ class Settings:
         policy = _policy().SourcePolicy(
             **({"schemes": tuple(args.source_schemes)} if args.source_schemes else {}),
             **({"networks": tuple(args.source_networks)} if args.source_networks else {}),
+            hosts=tuple(getattr(args, "source_hosts", None) or ()),
             allow_public=not args.no_public_sources, allow_devices=args.allow_devices)
         return cls(source_policy=policy, trusted_hosts=tuple(args.trusted_hosts or ()),
                    metrics_need_key=args.metrics_need_key, db_path=Path(args.db), upload_dir=Path(args.uploads) if args.uploads else None,

@@ -14,6 +14,7 @@ API caller learns nothing about what exists on the server's networks or disk; th
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import re
 import socket
@@ -58,6 +59,8 @@ class SourcePolicy:
     resolve_timeout_s: float = 5.0
     max_hops: int = 5  # redirects plus playlist levels
     allow_devices: bool = False  # /dev/videoN for API callers
+    hosts: tuple[str, ...] = ()  # when set, host names must match one of these ("cam*.lan"); others are refused
+    # before any DNS lookup (IP literals are judged by the networks alone)
 
     def __post_init__(self) -> None:
         try:
@@ -107,6 +110,8 @@ class SourcePolicy:
             raise SourceRefused(f"scheme {scheme or '(none)'!r} is not allowed")
         if not host:
             raise SourceRefused("URL without a host")
+        if self.hosts and not _is_ip(host) and not any(fnmatch.fnmatch(host.lower(), h.lower()) for h in self.hosts):
+            raise SourceRefused(f"host {host!r} is not in the allowed host names")
         for address in self.resolve(host):
             if not self.address_allowed(address):
                 raise SourceRefused(f"{host} resolves to {address}, outside the allowed networks")
@@ -173,6 +178,14 @@ class SourcePolicy:
             raise SourceRefused("playlists nested too deep")
         for target in sorted(variants)[:8]:
             self._follow(target, hops)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
 
 
 def ffmpeg_protocols(uri: str) -> str | None:
