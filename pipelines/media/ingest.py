@@ -19,6 +19,7 @@ import av
 
 from models.errors import BadInput, StreamFailed
 from pipelines.media.decode import MediaDecoder, StreamInfo
+from pipelines.media.policy import redact_text
 from pipelines.media.segment import Segment
 from pipelines.media.segmenter import Segmenter
 from pipelines.media.sources import SourceSpec, open_container
@@ -75,7 +76,8 @@ class IngestStats:
             "lost_intervals": [[round(a, 3), round(b, 3)] for a, b in self.lost_intervals],
             "lost_seconds": round(self.lost_seconds, 3), "decode_errors": self.decode_errors,
             "analysed_until": round(self.analysed_until, 3),
-            "last_error": self.last_error, "failure": self.failure, "warnings": list(self.warnings),
+            "last_error": redact_text(self.last_error), "failure": redact_text(self.failure),
+            "warnings": [redact_text(w) for w in self.warnings],
         }
 
 
@@ -273,7 +275,8 @@ class SegmentReader:
                 self.stats.last_error = str(exc)
                 attempt += 1
                 if not ever_live and attempt >= self.policy.connect_attempts:
-                    raise StreamFailed(f"{self.spec.name}: could not connect after {attempt} attempts ({exc})") from None
+                    raise StreamFailed(f"{self.spec.name}: could not connect after {attempt} attempts "
+                                       f"({redact_text(str(exc))})") from None
                 if ever_live and time.monotonic() - outage_started > self.policy.outage_budget_s:
                     self.stats.failure = (f"stream stopped sending at {lost_from:.1f} s and did not come back "
                                           f"within {self.policy.outage_budget_s:.0f} s")

@@ -221,3 +221,11 @@ def scrub(text: str, uri: str) -> str:
     except ValueError:
         return text
     return text.replace(userinfo, "***") if userinfo else text
+
+
+URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def redact_text(text: str | None) -> str | None:
+    """Every URL inside `text` (an error message, a log line) redacted."""
+    return URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text) if text else text
