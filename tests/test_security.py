@@ -246,3 +246,4 @@ def test_trusted_hosts_and_allow_header(app_client):
     assert r.status_code == 204 and {"GET", "DELETE"} <= set(r.headers["allow"].replace(" ", "").split(","))
     r = client.put("/v1/streams/abc")
     assert r.status_code == 405 and "DELETE" in r.headers["allow"]
+

@@ -104,7 +104,7 @@ async def receive_upload(request: Request, dest_dir: Path, max_bytes: int, allow
     if ctype != b"multipart/form-data" or not params.get(b"boundary"):
         raise UploadRejected(415, "send the clip as multipart/form-data with a 'file' part")
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > max_bytes + FORM_SLACK:
+    if length is not None and length.isascii() and length.isdigit() and int(length) > max_bytes + FORM_SLACK:
         raise UploadRejected(413, f"upload is larger than the limit of {max_bytes} bytes")
     reader = _FormReader(dest_dir, file_field, max_bytes)
     parser = MultipartParser(params[b"boundary"], reader.callbacks())

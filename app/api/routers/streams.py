@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Request
@@ -76,7 +77,7 @@ def remove_stream(stream_id: str, svc: Services = Depends(services)) -> StreamIn
 async def stream_events(stream_id: str, request: Request, svc: Services = Depends(services),
                         last_event_id: str | None = Header(None)) -> StreamingResponse:
     stream = _get(svc, stream_id)
-    since = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+    since = int(last_event_id) if last_event_id and re.fullmatch(r"[0-9]{1,18}", last_event_id) else 0
 
     async def generate():
         seq, quiet_since = since, time.monotonic()
