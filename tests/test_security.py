@@ -247,3 +247,36 @@ def test_trusted_hosts_and_allow_header(app_client):
     r = client.put("/v1/streams/abc")
     assert r.status_code == 405 and "DELETE" in r.headers["allow"]
 
+
+
+def _upload_request(messages: list[dict | None]):
+    import asyncio
+
+    from starlette.requests import Request
+
+    async def receive():
+        message = messages.pop(0) if messages else None
+        if message is None:  # a client that stops sending
+            await asyncio.sleep(3600)
+        return message
+
+    headers = [(b"content-type", b"multipart/form-data; boundary=xyz")]
+    return Request({"type": "http", "method": "POST", "path": "/v1/analyze", "headers": headers}, receive)
+
+
+@pytest.mark.parametrize("messages,status", [
+    ([{"type": "http.request", "body": b"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.mp4\"\r\n"
+      b"\r\nhalf a clip", "more_body": True}, {"type": "http.disconnect"}], 400),
+    ([{"type": "http.request", "body": b"--xyz\r\n", "more_body": True}, None], 408),
+])
+def test_disconnected_or_stalled_upload_is_a_quiet_4xx(tmp_path, caplog, messages, status):
+    import asyncio
+    import logging
+
+    from app.api.multipart import receive_upload
+    from app.services.uploads import UploadRejected
+
+    with caplog.at_level(logging.INFO), pytest.raises(UploadRejected) as err:
+        asyncio.run(receive_upload(_upload_request(messages), tmp_path / "u", 10_000, ("video/mp4",), timeout_s=0.3))
+    assert err.value.status == status
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
