@@ -199,9 +199,10 @@ class StreamManager:
         stream = self.get(sid)
         if stream is None:
             return None
-        if not stream.terminal and stream.pipeline is not None:
-            stream.stopping = True
-            stream.pipeline.stop()
+        if not stream.terminal:
+            stream.stopping = True  # a stream still starting stops as soon as its pipeline exists
+            if stream.pipeline is not None:
+                stream.pipeline.stop()
         if stream.watcher is not None:
             stream.watcher.join(timeout)
         with self._lock:
