@@ -90,7 +90,33 @@ def allowed_methods(app: FastAPI, scope) -> list[str]:
     return sorted(methods | {"OPTIONS"}) if methods else []
 
 
+def _openapi_with_one_line_422(app: FastAPI):
+    """The OpenAPI document with every 422 described as what the handler sends: `{"detail": "<one line>"}`."""
+    original = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = original()
+        problem_ref = {"$ref": "#/components/schemas/Problem"}
+        for path in schema.get("paths", {}).values():
+            for operation in path.values():
+                response = operation.get("responses", {}).get("422")
+                if response is not None:
+                    response["description"] = "invalid request (one-line reason, never the input)"
+                    response["content"] = {"application/json": {"schema": problem_ref}}
+        components = schema.get("components", {}).get("schemas", {})
+        components.pop("HTTPValidationError", None)
+        components.pop("ValidationError", None)
+        app.openapi_schema = schema
+        return schema
+
+    return openapi
+
+
 def install(app: FastAPI) -> None:
+    app.openapi = _openapi_with_one_line_422(app)
+
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
         return problem(422, one_line(exc))
