@@ -3,10 +3,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
 from app.services.jobs import JobManager
 from app.services.streams import StreamManager
 from pipelines import AnalyzeOptions
 from pipelines.sinks.store import Store
+from pipelines.spine.reaper import _alive, descendants
+from tests.helpers.api_server import ApiServer
+from tests.helpers.cli import free_port
 
 
 def test_restart_requeues_uploads_ends_streams_and_deletes_finished_uploads(tmp_path):
@@ -40,3 +50,23 @@ def test_restart_requeues_uploads_ends_streams_and_deletes_finished_uploads(tmp_
     assert stream["status"] == "failed" and "interrupted" in stream["error"]
     assert not (uploads / "done1").exists() and not (uploads / "orphan").exists()
     assert (uploads / "running1" / "clip.mp4").exists() and (uploads / "queued1" / "clip.mp4").exists()
+
+
+@pytest.mark.slow
+def test_no_ray_process_outlives_a_killed_server(tmp_path):
+    server = ApiServer(tmp_path / "f.db", free_port())
+    try:
+        server.wait_ready()
+        time.sleep(3)  # the agents start a moment after the raylet
+        ray_procs = {p: s for p, s in descendants(server.proc.pid).items()
+                     if "ray" in Path(f"/proc/{p}/cmdline").read_bytes().decode("latin-1", "replace").lower()}
+        assert len(ray_procs) >= 3, ray_procs
+        os.kill(server.proc.pid, signal.SIGKILL)
+        server.proc.wait()
+        deadline = time.time() + 30
+        while time.time() < deadline and any(_alive(p, s) for p, s in ray_procs.items()):
+            time.sleep(0.5)
+        left = [Path(f"/proc/{p}/cmdline").read_bytes()[:80] for p, s in ray_procs.items() if _alive(p, s)]
+        assert left == []
+    finally:
+        server.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -19,6 +20,7 @@ from app.services.search import SearchService, TextMatcher
 from app.services.settings import Settings
 from app.services.streams import StreamManager
 from pipelines.sinks.store import Store
+from pipelines.spine.reaper import start_reaper
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -37,6 +39,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.services = Services(settings, store, job_manager, stream_manager,
                                       SearchService(store, job_manager.grounder), metrics)
         job_manager.start()
+        if not os.environ.get("RAY_ADDRESS"):  # a local cluster ends with this server, even after kill -9
+            start_reaper()
         # Load the search encoder now rather than on the first query (seconds on a small machine).
         threading.Thread(target=lambda: TextMatcher.encoder().encode("warm up"), daemon=True).start()
         try:
