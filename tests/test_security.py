@@ -280,3 +280,13 @@ def test_disconnected_or_stalled_upload_is_a_quiet_4xx(tmp_path, caplog, message
         asyncio.run(receive_upload(_upload_request(messages), tmp_path / "u", 10_000, ("video/mp4",), timeout_s=0.3))
     assert err.value.status == status
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_server_webhooks_get_the_source_policy(tmp_path):
+    from pipelines import AnalyzeOptions
+
+    options = AnalyzeOptions(webhook=WebhookConfig(url="http://127.0.0.1:9/hook"))
+    settings = Settings(db_path=tmp_path / "f.db", options=options)
+    assert settings.options.webhook.policy is settings.source_policy
+    with pytest.raises(SourceRefused):
+        settings.options.webhook.policy.check_url(settings.options.webhook.url)

@@ -70,8 +70,9 @@ class Settings:
         self.trusted_hosts = tuple(h.strip().lower() for h in self.trusted_hosts if h.strip())
         if self.max_json_bytes <= 0 or not self.body_timeout_s > 0:
             raise ValueError("JSON size limit and body timeout must be positive")
-        if self.options.webhook is not None and self.options.webhook.policy is None:
-            self.options.webhook.policy = self.source_policy  # webhook targets obey the same policy
+        for opts in (self.options, self.stream_options):  # webhook targets obey the same policy
+            if opts is not None and opts.webhook is not None and opts.webhook.policy is None:
+                opts.webhook.policy = self.source_policy
 
     @classmethod
     def from_args(cls, args) -> Settings:
