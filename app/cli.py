@@ -56,6 +56,13 @@ def cmd_analyze(args) -> int:
         print(render_summary(result))
         if args.out:
             print(f"\nresult written to {args.out}")
+    hooks = result.get("webhook") or {}
+    if hooks.get("failed") or hooks.get("dropped"):
+        print(f"foresight: {'error' if args.strict_webhooks else 'warning'}: webhook deliveries failed: "
+              f"{hooks.get('failed', 0)} failed, {hooks.get('dropped', 0)} dropped, {hooks.get('sent', 0)} sent"
+              + (f" (last error: {hooks['last_error']})" if hooks.get("last_error") else ""), file=sys.stderr)
+        if args.strict_webhooks:
+            return EXIT_BAD_INPUT
     failure = (result.get("ingest") or {}).get("failure")
     if failure:
         print(f"foresight: error: {failure}" + (" (partial results written)" if args.out else ""), file=sys.stderr)
@@ -149,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="give up on a live source that stays down this many seconds (default 30)")
     p.add_argument("--progress", choices=["auto", "bar", "plain", "none"], default="auto",
                    help="progress display on stderr: a bar on terminals, 'plain' lines for logs (default auto)")
+    p.add_argument("--strict-webhooks", action="store_true",
+                   help="exit with status 2 when a webhook delivery failed (default: a warning on stderr)")
     p.add_argument("-q", "--quiet", action="store_true")
     add_analysis_flags(p)
     p.set_defaults(func=cmd_analyze)

@@ -24,6 +24,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-type", action="append", dest="allowed_types",
                    help="allowed upload content type (repeat; default: common video and audio types)")
     p.add_argument("--grounder", help="TriSense checkpoint: search also uses the grounding index in --db")
+    p.add_argument("--source-scheme", action="append", dest="source_schemes", metavar="SCHEME",
+                   help="scheme POST /v1/streams may use (repeat; default rtsp, rtsps, http, https)")
+    p.add_argument("--source-network", action="append", dest="source_networks", metavar="CIDR",
+                   help="network stream sources and webhooks may reach (repeat; replaces the default private "
+                        "LANs 10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)")
+    p.add_argument("--source-host", action="append", dest="source_hosts", metavar="NAME",
+                   help="host name stream sources and webhooks may use ('cam*.lan' allowed; repeat); when given, "
+                        "other names are refused before any DNS lookup")
+    p.add_argument("--no-public-sources", action="store_true",
+                   help="refuse stream sources and webhooks on public (internet) addresses")
+    p.add_argument("--allow-devices", action="store_true", help="let POST /v1/streams open /dev/videoN devices")
+    p.add_argument("--trusted-host", action="append", dest="trusted_hosts", metavar="HOST",
+                   help="accept only requests with this Host header (repeat; '*.example.org' allowed)")
+    p.add_argument("--metrics-need-key", action="store_true", help="/metrics needs the API key too")
     p.add_argument("--log-level", default="warning")
     add_analysis_flags(p)
     return p

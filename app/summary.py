@@ -20,6 +20,12 @@ def render_summary(result: dict, max_events: int = 25) -> str:
     if ingest.get("reconnects") or ingest.get("frames_dropped") or ingest.get("lost_seconds"):
         lines.append(f"stream: {ingest.get('reconnects', 0)} reconnects, {ingest.get('lost_seconds', 0):.1f} s lost, "
                      f"{ingest.get('frames_dropped', 0)} frames dropped")
+    until, errors = ingest.get("analysed_until"), ingest.get("decode_errors") or 0
+    if until is not None and dur and until < dur - 1.0 and not ingest.get("lost_seconds"):
+        lines.append(f"incomplete: only the first {until:.1f} s of {dur:.1f} s could be analysed"
+                     + (f" ({errors} undecodable packets)" if errors else ""))
+    elif errors:
+        lines.append(f"warning: {errors} packets could not be decoded and were skipped")
     for w in ingest.get("warnings", []):
         lines.append(f"warning: {w}")
     events = result.get("events", [])

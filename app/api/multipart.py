@@ -6,14 +6,17 @@ the disk has filled; parsing the stream ourselves lets a too-large upload fail a
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from pathlib import Path
 
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from app.services.uploads import Upload, UploadRejected, safe_filename
 
+log = logging.getLogger("foresight.api")
 FIELD_LIMIT = 64 * 1024  # bytes of all non-file fields together (queries)
 FORM_SLACK = FIELD_LIMIT + 16 * 1024  # multipart framing allowed on top of the file itself
 
@@ -93,20 +96,32 @@ class _FormReader:
 
 
 async def receive_upload(request: Request, dest_dir: Path, max_bytes: int, allowed_types: tuple[str, ...],
-                         file_field: str = "file") -> Upload:
-    """Stream a multipart body to `dest_dir`; raises UploadRejected (4xx + reason) for every bad upload."""
+                         file_field: str = "file", timeout_s: float = 30.0) -> Upload:
+    """Stream a multipart body to `dest_dir`; raises UploadRejected (4xx + reason) for every bad upload: 408
+    when no bytes arrive for `timeout_s`, 400 when the client goes away mid-body (logged at INFO, no
+    traceback)."""
     ctype, params = parse_options_header(request.headers.get("content-type", ""))
     if ctype != b"multipart/form-data" or not params.get(b"boundary"):
         raise UploadRejected(415, "send the clip as multipart/form-data with a 'file' part")
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > max_bytes + FORM_SLACK:
+    if length is not None and length.isascii() and length.isdigit() and int(length) > max_bytes + FORM_SLACK:
         raise UploadRejected(413, f"upload is larger than the limit of {max_bytes} bytes")
     reader = _FormReader(dest_dir, file_field, max_bytes)
     parser = MultipartParser(params[b"boundary"], reader.callbacks())
+    chunks = request.stream().__aiter__()
     try:
-        async for chunk in request.stream():
+        while True:
+            try:
+                chunk = await asyncio.wait_for(chunks.__anext__(), timeout_s)
+            except StopAsyncIteration:
+                break
             parser.write(chunk)
         parser.finalize()
+    except TimeoutError:
+        raise UploadRejected(408, f"upload stalled: no data for {timeout_s:g} s") from None
+    except ClientDisconnect:
+        log.info("client disconnected during an upload")
+        raise UploadRejected(400, "client disconnected during the upload") from None
     except MultipartParseError as exc:
         raise UploadRejected(400, f"malformed multipart body ({' '.join(str(exc).split())[:120]})") from None
     finally:

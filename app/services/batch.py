@@ -1,7 +1,9 @@
 """Batch analysis of a folder: one Ray task per file, resumable through the SQLite store in OUTDIR.
 
 A file whose content hash already has a finished job is not analyzed again, so a run killed at any point
-(even with SIGKILL) and started again loses nothing and ends with the same outputs.
+(even with SIGKILL) and started again loses nothing and ends with the same outputs. Files with identical
+content share one analysis (one job, keyed by the hash) but each keeps its own result, whose `source` is its
+own path.
 """
 
 from __future__ import annotations
@@ -70,12 +72,13 @@ def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | 
     names = {p: str(p.relative_to(folder)) for p in files}
     keys = {p: content_hash(p) for p in files}
 
-    todo, skipped = [], 0
+    todo, skipped, copies = [], 0, {}
     for p in files:
+        copies.setdefault(keys[p], []).append(p)
         job = store.job_by_key(keys[p])
         if job and job["status"] == "done":
             skipped += 1
-        else:
+        elif len(copies[keys[p]]) == 1:  # one analysis per content; its copies get the result too
             if job is None:
                 store.create_job("batch", names[p], key=keys[p], job_id=keys[p][:32])
             store.update_job(keys[p][:32], status="running")
@@ -103,11 +106,12 @@ def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | 
             if result is not None:
                 result["source"] = names[p]
             record_outcome(store, job_id, result, error)
-            if result is not None:
-                _write_file_outputs(outdir, names[p], result)
-            else:
-                bar.write(f"failed: {names[p]}: {error}")
-            bar.update(1)
+            for q in copies[keys[p]]:
+                if result is not None:
+                    _write_file_outputs(outdir, names[q], {**result, "source": names[q]})
+                else:
+                    bar.write(f"failed: {names[q]}: {error}")
+                bar.update(1)
         bar.close()
 
     rows, done, failed = [], 0, 0
@@ -116,6 +120,7 @@ def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | 
             job = store.job_by_key(keys[p])
             result = json.loads(job["result_json"]) if job and job["status"] == "done" else None
             if result is not None:
+                result["source"] = names[p]  # copies share the analysis, not the name
                 done += 1
                 _write_file_outputs(outdir, names[p], result)  # idempotent; restores files lost with a kill
                 jsonl.write(json.dumps(result, ensure_ascii=False) + "\n")

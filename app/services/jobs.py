@@ -7,6 +7,7 @@ indexed read in the server and never waits on Ray. The server process only saves
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 import time
@@ -18,6 +19,26 @@ from pathlib import Path
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, GroundingConfig, analyze_inline
 from pipelines.sinks.store import Store
+
+JOB_META = ".job.json"
+
+
+def _upload_on_disk(folder: Path, name: str) -> tuple[dict, Path | None]:
+    """The job's saved metadata and its uploaded file, if the folder still holds it."""
+    try:
+        meta = json.loads((folder / JOB_META).read_text())
+    except (OSError, ValueError):
+        meta = {}
+    try:
+        files = sorted(f for f in folder.iterdir() if f.is_file() and f.name != JOB_META)
+    except OSError:
+        return meta, None
+    named = [f for f in files if f.name == meta.get("name", name)]
+    return meta, (named or files or [None])[0]
+
+
+def _finished(job: dict | None) -> bool:
+    return job is None or job["status"] in ("done", "failed")
 
 
 class QueueFull(Exception):
@@ -125,8 +146,10 @@ class JobManager:
     """Holds queued jobs, keeps at most `parallel` Ray tasks running, and records what they return."""
 
     def __init__(self, store: Store, db_path: Path, options: AnalyzeOptions, max_queue: int,
-                 parallel: int | None = None, keep_uploads: bool = False, grounder: str | Path | None = None):
+                 parallel: int | None = None, keep_uploads: bool = False, grounder: str | Path | None = None,
+                 upload_dir: Path | None = None):
         self.store = store
+        self.upload_dir = Path(upload_dir) if upload_dir is not None else Path(db_path).parent / "uploads"
         self.grounder = resolve_grounder(grounder)
         self.db_path = str(db_path)
         self.options = options
@@ -145,9 +168,24 @@ class JobManager:
         self._recover()
 
     def _recover(self) -> None:
-        """Jobs left queued or running by a previous server can never finish: mark them failed."""
+        """After a crash (even `kill -9`): jobs left queued or running whose upload is still on disk are queued
+        again and run from the top; the others are marked failed with the reason. Upload folders of finished or
+        unknown jobs are deleted (unless `keep_uploads`)."""
         for job_id in self.store.unfinished_job_ids("upload"):
-            self.store.update_job(job_id, status="failed", error="interrupted: the server stopped before it finished")
+            job = self.store.job(job_id)
+            meta, path = _upload_on_disk(self.upload_dir / job_id, job["source"])
+            if path is None:
+                self.store.update_job(job_id, status="failed",
+                                      error="interrupted: the server stopped and the upload was lost")
+                continue
+            self.store.update_job(job_id, status="queued", progress=0.0)
+            self.pending.append(PendingJob(job_id, path, meta.get("name", job["source"]), list(meta.get("queries", [])),
+                                           time.perf_counter()))
+        if not self.keep_uploads and self.upload_dir.is_dir():
+            waiting = {job.job_id for job in self.pending}
+            for folder in self.upload_dir.iterdir():
+                if folder.is_dir() and folder.name not in waiting and _finished(self.store.job(folder.name)):
+                    shutil.rmtree(folder, ignore_errors=True)
 
     def start(self) -> None:
         import ray
@@ -171,6 +209,8 @@ class JobManager:
             if len(self.pending) + len(self.running) >= self.max_queue:
                 raise QueueFull(f"job queue is full ({self.max_queue} jobs); retry later")
             self.store.create_job("upload", name, job_id=job_id)
+            # what a restarted server needs to run the job again (the clip itself is next to it)
+            (path.parent / JOB_META).write_text(json.dumps({"name": name, "queries": list(queries)}))
             self.pending.append(PendingJob(job_id, path, name, list(queries), time.perf_counter()))
             self._cond.notify_all()
         return job_id

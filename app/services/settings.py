@@ -7,6 +7,7 @@ under the command line's flags."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from models.errors import BadInput
 
 if TYPE_CHECKING:
     from pipelines import AnalyzeOptions
+    from pipelines.media.policy import SourcePolicy
 
 DEFAULT_DB = "foresight.db"
 CONFIG_ENV = "FORESIGHT_CONFIG"
@@ -45,6 +47,13 @@ class Settings:
     stream_options: AnalyzeOptions | None = None  # live streams (default: `options`)
     grounder_checkpoint: Path | None = None  # a TriSense checkpoint; search then uses the grounding index too
     keep_uploads: bool = False
+    # Which stream sources (POST /v1/streams) and webhook targets the server may open: schemes and networks
+    # (CIDRs), checked after DNS resolution and on every redirect and playlist hop (pipelines/media/policy.py).
+    source_policy: SourcePolicy = field(default_factory=lambda: _policy().SourcePolicy())
+    trusted_hosts: tuple[str, ...] = ()  # Host header values accepted ("*.example.org" too); empty: any
+    metrics_need_key: bool = False  # /metrics behind the API key as well
+    max_json_bytes: int = 1024 * 1024  # JSON request bodies; larger ones get 413
+    body_timeout_s: float = 30.0  # an upload that sends nothing for this long is dropped (408)
 
     def __post_init__(self) -> None:
         self.db_path = Path(self.db_path)
@@ -58,14 +67,26 @@ class Settings:
         if self.api_key is None and os.environ.get("FORESIGHT_API_KEY"):
             self.api_key = os.environ["FORESIGHT_API_KEY"]
         self.allowed_content_types = tuple(t.lower() for t in self.allowed_content_types)
+        self.trusted_hosts = tuple(h.strip().lower() for h in self.trusted_hosts if h.strip())
+        if self.max_json_bytes <= 0 or not self.body_timeout_s > 0:
+            raise ValueError("JSON size limit and body timeout must be positive")
+        for opts in (self.options, self.stream_options):  # webhook targets obey the same policy
+            if opts is not None and opts.webhook is not None and opts.webhook.policy is None:
+                opts.webhook.policy = self.source_policy
 
     @classmethod
     def from_args(cls, args) -> Settings:
         """`foresight serve`'s flags; ValueError or BadInput with the reason."""
         options = analysis_options(args)
-        if args.max_upload_mb <= 0:
+        if not args.max_upload_mb > 0:
             raise ValueError("--max-upload-mb must be positive")
-        return cls(db_path=Path(args.db), upload_dir=Path(args.uploads) if args.uploads else None,
+        policy = _policy().SourcePolicy(
+            **({"schemes": tuple(args.source_schemes)} if args.source_schemes else {}),
+            **({"networks": tuple(args.source_networks)} if args.source_networks else {}),
+            hosts=tuple(getattr(args, "source_hosts", None) or ()),
+            allow_public=not args.no_public_sources, allow_devices=args.allow_devices)
+        return cls(source_policy=policy, trusted_hosts=tuple(args.trusted_hosts or ()),
+                   metrics_need_key=args.metrics_need_key, db_path=Path(args.db), upload_dir=Path(args.uploads) if args.uploads else None,
                    api_key=args.api_key, max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
                    max_duration_s=args.max_duration, max_queue=args.max_queue, parallel=args.parallel,
                    max_streams=args.max_streams, options=options,
@@ -109,9 +130,16 @@ def analysis_options(args) -> AnalyzeOptions:
     def flag(name: str, default=None):
         return getattr(args, name, default)
 
-    if args.fps <= 0 or args.fps > 30:
-        raise BadInput("--fps must be in (0, 30]")
+    if not 0 < args.fps <= 30:  # also refuses nan
+        raise BadInput("--fps must be a number in (0, 30]")
     language = flag("language", "en")
+    _check_language(language)
+    threshold = flag("safety_threshold")
+    if threshold is not None and not 0 <= threshold <= 1:
+        raise BadInput("--safety-threshold must be a probability in [0, 1]")
+    asr_model = flag("asr_model")
+    if asr_model and not flag("no_asr", False) and not (Path(asr_model) / "model.bin").is_file():
+        raise BadInput(f"--asr-model {asr_model}: not a CTranslate2 Whisper model folder (no model.bin)")
     stages = StageConfig(asr=not flag("no_asr", False), asr_model=flag("asr_model"), tags=not flag("no_tags", False),
                          visual=not flag("no_visual", False), events_model=flag("events", "auto"),
                          prefm_checkpoint=flag("prefm_model"), asr_language=None if language == "auto" else language,
@@ -128,16 +156,32 @@ def analysis_options(args) -> AnalyzeOptions:
                                      standing=list(getattr(args, "watch", None) or []),
                                      checkpoint=getattr(args, "grounding_model", None))
     if getattr(args, "duration", None) is not None:
-        if args.duration <= 0:
-            raise BadInput("--duration must be positive")
+        if not 0 < args.duration < math.inf:
+            raise BadInput("--duration must be a positive number of seconds")
         opts.duration_s = args.duration
     if getattr(args, "rtsp_transport", None):
         opts.rtsp_transport = args.rtsp_transport
-    if getattr(args, "watchdog", None):
+    if getattr(args, "watchdog", None) is not None:
+        if not 0 < args.watchdog < math.inf:
+            raise BadInput("--watchdog must be a positive number of seconds")
         opts.watchdog_s = args.watchdog
     if getattr(args, "reconnect_budget", None) is not None:
+        if not 0 <= args.reconnect_budget < math.inf:
+            raise BadInput("--reconnect-budget must be a number of seconds, 0 or more")
         opts.reconnect.outage_budget_s = args.reconnect_budget
     return opts
+
+
+def _check_language(language: str) -> None:
+    """`auto` or a language code Whisper knows (`en`, `de`, ...); BadInput otherwise."""
+    if language == "auto":
+        return
+    try:
+        from faster_whisper.tokenizer import _LANGUAGE_CODES as codes
+    except ImportError:  # no faster-whisper: accept any short code
+        codes = None
+    if (codes is not None and language not in codes) or not (2 <= len(language) <= 3 and language.isalpha()):
+        raise BadInput(f"--language {language[:20]!r} is not a Whisper language code (e.g. en, de, fr) or 'auto'")
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: list[str],
@@ -211,6 +255,12 @@ def _convert(action: argparse.Action, value, key: str, path: str):
     if action.choices is not None and value not in action.choices:
         raise BadInput(f"config {path}: {key} must be one of {', '.join(map(str, action.choices))}")
     return value
+
+
+def _policy():
+    from pipelines.media import policy
+
+    return policy
 
 
 def _pipelines():

@@ -7,6 +7,7 @@ result and keeps the sink's last feed so a subscriber that is still connected re
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -14,10 +15,12 @@ from dataclasses import dataclass, field
 
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, Pipeline
+from pipelines.media.policy import GENERIC_REFUSAL, SourcePolicy, SourceRefused, redact_url, scrub
 from pipelines.media.sources import SourceKind, SourceSpec, parse_source
 from pipelines.sinks.store import Store
 
 TERMINAL = ("ended", "stopped", "failed")
+log = logging.getLogger("foresight.streams")
 
 
 def live_spec(source: str, rtsp_transport: str, not_live: str) -> SourceSpec:
@@ -32,13 +35,14 @@ def live_spec(source: str, rtsp_transport: str, not_live: str) -> SourceSpec:
 
 
 def start_pipeline(store: Store, source: str, options: AnalyzeOptions, job_id: str,
-                   source_id: str | None = None) -> Pipeline:
-    """A running pipeline whose rows go to job `job_id` (marked running, or failed if it cannot start)."""
+                   source_id: str | None = None, public_error: str | None = None) -> Pipeline:
+    """A running pipeline whose rows go to job `job_id` (marked running, or failed if it cannot start; the
+    job row then says `public_error` when given, else the reason)."""
     store.update_job(job_id, status="running")
     try:
         return Pipeline(source, options, job_id=job_id, db_path=str(store.path), source_id=source_id)
     except BaseException as exc:
-        store.update_job(job_id, status="failed", error=str(exc))
+        store.update_job(job_id, status="failed", error=public_error or scrub(str(exc), source))
         raise
 
 
@@ -95,19 +99,34 @@ class LiveStream:
 class StreamManager:
     """Registry of live streams; all calls are thread-safe."""
 
-    def __init__(self, store: Store, db_path: str, options: AnalyzeOptions, max_streams: int):
+    def __init__(self, store: Store, db_path: str, options: AnalyzeOptions, max_streams: int,
+                 policy: SourcePolicy | None = None):
         self.store = store
+        self.policy = policy
         self.db_path = db_path
         self.options = options
         self.max_streams = max_streams
         self.streams: dict[str, LiveStream] = {}
         self._lock = threading.Lock()
+        # A stream that ran when a previous server died (even `kill -9`) cannot come back on its own (its
+        # source is stored redacted): it ends with a reason instead of staying "running" forever.
+        for job_id in store.unfinished_job_ids("stream"):
+            store.update_job(job_id, status="failed",
+                             error="interrupted: the server stopped while the stream ran; add it again")
 
     def add(self, source: str, rtsp_transport: str | None = None) -> LiveStream:
-        """Start a pipeline on a live URL or device; raises BadInput for anything else."""
+        """Accept a live URL or device and connect in the background (the stream starts as "starting").
+
+        With a `policy` (API callers), the source must pass it: SourceRefused (one generic message) for local
+        paths, other schemes and hosts outside the allowed networks, checked here after DNS resolution and
+        again on every redirect and playlist hop in the background. BadInput for a source that does not parse.
+        Refused sources leave no rows in the store; rows are written once the source passed every check.
+        """
         options = AnalyzeOptions(**{**self.options.__dict__})
         if rtsp_transport is not None:
             options.rtsp_transport = rtsp_transport
+        if self.policy is not None:
+            self.policy.check_source_quick(source)
         spec = live_spec(source, options.rtsp_transport, "a stream needs a URL (rtsp://, http(s)://) or a "
                          "/dev/videoN device; upload files to /v1/analyze")
         with self._lock:
@@ -116,22 +135,35 @@ class StreamManager:
             sid = uuid.uuid4().hex[:12]
             stream = LiveStream(sid, spec.name, job_id=f"stream-{sid}", created_at=time.time())
             self.streams[sid] = stream
-        self.store.add_source(spec.uri, spec.kind.value, source_id=sid)
-        self.store.create_job("stream", spec.name, job_id=stream.job_id)
-        try:
-            stream.pipeline = start_pipeline(self.store, source, options, stream.job_id, source_id=sid)
-        except BaseException as exc:
-            stream.status, stream.error = "failed", str(exc)
-            with self._lock:
-                self.streams.pop(sid, None)
-            raise
-        stream.status = "running"
-        stream.watcher = threading.Thread(target=self._watch, args=(stream,), name=f"stream-{sid}", daemon=True)
+        stream.watcher = threading.Thread(target=self._run, args=(stream, source, spec, options),
+                                          name=f"stream-{sid}", daemon=True)
         stream.watcher.start()
         return stream
 
-    def _watch(self, stream: LiveStream) -> None:
+    def _run(self, stream: LiveStream, source: str, spec: SourceSpec, options: AnalyzeOptions) -> None:
+        """The stream's thread: final policy checks, connect, then watch until the pipeline ends."""
+        try:
+            if self.policy is not None:
+                source = self.policy.check_source(source)
+            if stream.stopping:
+                raise SourceRefused("stopped before it started")
+            self.store.add_source(redact_url(spec.uri), spec.kind.value, source_id=stream.id)
+            self.store.create_job("stream", spec.name, job_id=stream.job_id)
+            stream.pipeline = start_pipeline(self.store, source, options, stream.job_id, source_id=stream.id,
+                                             public_error=GENERIC_REFUSAL if self.policy is not None else None)
+        except BaseException as exc:
+            reason = getattr(exc, "reason", None) or str(exc)
+            log.warning("stream %s (%s) did not start: %s", stream.id, spec.name, scrub(reason, source))
+            stream.error = (GENERIC_REFUSAL if self.policy is not None or isinstance(exc, SourceRefused)
+                            else scrub(str(exc), source))
+            stream.status = "stopped" if stream.stopping else "failed"
+            return
+        stream.status = "running"
+        if stream.stopping:
+            stream.pipeline.stop()
+        self._watch(stream)
 
+    def _watch(self, stream: LiveStream) -> None:
         pipe = stream.pipeline
         status, error = "ended", None
         try:
@@ -143,6 +175,9 @@ class StreamManager:
         except Exception as exc:
             status, error = "failed", str(exc)
         if error:
+            log.warning("stream %s (%s) failed: %s", stream.id, stream.source, error)
+            if self.policy is not None:  # API callers learn that it failed, not what was found
+                error = GENERIC_REFUSAL
             self.store.update_job(stream.job_id, status="failed", error=error)
         try:  # keep what the sink holds, then publish the terminal status (feed readers switch over on it)
             stream.final_feed = pipe.feed(0, timeout=10)
@@ -164,9 +199,10 @@ class StreamManager:
         stream = self.get(sid)
         if stream is None:
             return None
-        if not stream.terminal and stream.pipeline is not None:
-            stream.stopping = True
-            stream.pipeline.stop()
+        if not stream.terminal:
+            stream.stopping = True  # a stream still starting stops as soon as its pipeline exists
+            if stream.pipeline is not None:
+                stream.pipeline.stop()
         if stream.watcher is not None:
             stream.watcher.join(timeout)
         with self._lock:

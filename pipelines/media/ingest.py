@@ -19,6 +19,7 @@ import av
 
 from models.errors import BadInput, StreamFailed
 from pipelines.media.decode import MediaDecoder, StreamInfo
+from pipelines.media.policy import redact_text
 from pipelines.media.segment import Segment
 from pipelines.media.segmenter import Segmenter
 from pipelines.media.sources import SourceSpec, open_container
@@ -58,6 +59,7 @@ class IngestStats:
     reconnects: int = 0
     lost_intervals: list[tuple[float, float]] = field(default_factory=list)
     decode_errors: int = 0
+    analysed_until: float = 0.0  # end of the last second emitted (less than the duration if decoding stopped early)
     last_error: str | None = None
     failure: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -73,7 +75,9 @@ class IngestStats:
             "frames_dropped": self.frames_dropped, "reconnects": self.reconnects,
             "lost_intervals": [[round(a, 3), round(b, 3)] for a, b in self.lost_intervals],
             "lost_seconds": round(self.lost_seconds, 3), "decode_errors": self.decode_errors,
-            "last_error": self.last_error, "failure": self.failure, "warnings": list(self.warnings),
+            "analysed_until": round(self.analysed_until, 3),
+            "last_error": redact_text(self.last_error), "failure": redact_text(self.failure),
+            "warnings": [redact_text(w) for w in self.warnings],
         }
 
 
@@ -179,6 +183,7 @@ class SegmentReader:
     def _emit(self, seg: Segment) -> None:
         seg.dropped_before = self.stats.frames_dropped
         self.stats.segments_emitted += 1
+        self.stats.analysed_until = max(self.stats.analysed_until, float(seg.end))
         self._buffer.put(seg, on_drop=self._on_drop)
 
     def _on_drop(self, seg) -> None:
@@ -270,7 +275,8 @@ class SegmentReader:
                 self.stats.last_error = str(exc)
                 attempt += 1
                 if not ever_live and attempt >= self.policy.connect_attempts:
-                    raise StreamFailed(f"{self.spec.name}: could not connect after {attempt} attempts ({exc})") from None
+                    raise StreamFailed(f"{self.spec.name}: could not connect after {attempt} attempts "
+                                       f"({redact_text(str(exc))})") from None
                 if ever_live and time.monotonic() - outage_started > self.policy.outage_budget_s:
                     self.stats.failure = (f"stream stopped sending at {lost_from:.1f} s and did not come back "
                                           f"within {self.policy.outage_budget_s:.0f} s")

@@ -16,6 +16,7 @@ from pathlib import Path
 import av
 
 from models.errors import BadInput
+from pipelines.media.policy import ffmpeg_protocols, redact_url, scrub
 
 VIDEO_EXTENSIONS = {".mp4", ".mkv", ".mov", ".avi", ".webm", ".ts", ".m4v", ".flv", ".mpg", ".mpeg", ".wmv", ".3gp"}
 AUDIO_EXTENSIONS = {".wav", ".mp3", ".flac", ".ogg", ".oga", ".m4a", ".aac", ".opus"}
@@ -44,7 +45,7 @@ class SourceSpec:
     def name(self) -> str:
         if self.kind is SourceKind.FILE:
             return Path(self.uri).name
-        return self.uri
+        return redact_url(self.uri)  # never show credentials (results, job rows, metrics, logs)
 
 
 def parse_source(uri: str, rtsp_transport: str = "tcp", live: bool | None = None) -> SourceSpec:
@@ -66,6 +67,9 @@ def parse_source(uri: str, rtsp_transport: str = "tcp", live: bool | None = None
         if re.search(r"\.m3u8(\?|$)", lower):
             return SourceSpec(uri, SourceKind.HLS, True if live is None else live)
         return SourceSpec(uri, SourceKind.HTTP, False if live is None else live)
+    scheme = re.match(r"([a-z][a-z0-9+.-]*)://", lower)
+    if scheme:
+        raise BadInput(f"unsupported URL scheme {scheme.group(1)}:// (use rtsp://, rtsps://, http:// or https://)")
     if re.fullmatch(r"/dev/video\d+", uri):
         if not os.path.exists(uri):
             raise BadInput(f"no such video device: {uri}")
@@ -94,6 +98,9 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
         options.setdefault("timeout", str(int(max(open_timeout_s, read_timeout_s) * 1_000_000)))
     if spec.kind in (SourceKind.HTTP, SourceKind.HLS):
         options.setdefault("reconnect", "0")
+    protocols = ffmpeg_protocols(spec.uri)
+    if protocols:  # a playlist or redirect cannot point FFmpeg at file: or another protocol
+        options.setdefault("protocol_whitelist", protocols)
     try:
         return av.open(spec.uri, mode="r", format=spec.format, options=options,
                        timeout=(open_timeout_s, read_timeout_s))
@@ -108,9 +115,9 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
     except FileNotFoundError:
         raise BadInput(f"{spec.name}: not found") from None
     except av.error.FFmpegError as exc:
-        raise BadInput(f"{spec.name}: cannot open ({_one_line(exc)})") from None
+        raise BadInput(f"{spec.name}: cannot open ({scrub(_one_line(exc), spec.uri)})") from None
     except OSError as exc:
-        raise BadInput(f"{spec.name}: cannot open ({_one_line(exc)})") from None
+        raise BadInput(f"{spec.name}: cannot open ({scrub(_one_line(exc), spec.uri)})") from None
 
 
 def _one_line(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from pipelines.media.policy import SourcePolicy, SourceRefused, redact_url
 from pipelines.stages.record import Second
 
 
@@ -23,10 +24,11 @@ class WebhookConfig:
     retries: int = 2
     queue_size: int = 256
     headers: dict[str, str] = field(default_factory=dict)
+    policy: SourcePolicy | None = None  # when set (the server), every delivery's target must pass it
 
     def __post_init__(self) -> None:
         if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"webhook URL must be http(s)://, got {self.url!r}")
+            raise ValueError(f"webhook URL must be http(s)://, got {redact_url(self.url)!r}")
         unknown = set(self.kinds) - {"alerts", "events", "moments"}
         if unknown:
             raise ValueError(f"unknown webhook kinds {sorted(unknown)}")
@@ -39,6 +41,8 @@ class WebhookSender:
         self.sent = 0
         self.failed = 0
         self.dropped = 0
+        self.refused = 0
+        self.last_error: str | None = None
         self._queue: queue.Queue = queue.Queue(maxsize=config.queue_size)
         self._thread = threading.Thread(target=self._run, name="webhook", daemon=True)
         self._thread.start()
@@ -64,12 +68,21 @@ class WebhookSender:
                     return
                 for attempt in range(self.config.retries + 1):
                     try:
+                        if self.config.policy is not None:  # after DNS resolution, on every delivery
+                            self.config.policy.check_url(self.config.url)
+                        # httpx does not follow redirects unless told to: a 3xx counts as a failure
                         client.post(self.config.url, json=payload).raise_for_status()
                         self.sent += 1
                         break
-                    except httpx.HTTPError:
+                    except SourceRefused as exc:
+                        self.failed += 1
+                        self.refused += 1
+                        self.last_error = f"refused by the source policy ({exc.reason})"
+                        break
+                    except httpx.HTTPError as exc:
                         if attempt == self.config.retries:
                             self.failed += 1
+                            self.last_error = _describe(exc)
                         else:
                             time.sleep(0.5 * 2 ** attempt)
 
@@ -80,4 +93,13 @@ class WebhookSender:
         except queue.Full:
             pass
         self._thread.join(timeout)
-        return {"sent": self.sent, "failed": self.failed, "dropped": self.dropped}
+        out = {"sent": self.sent, "failed": self.failed, "dropped": self.dropped}
+        if self.last_error:
+            out["last_error"] = self.last_error
+        return out
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"HTTP {exc.response.status_code}"
+    return type(exc).__name__

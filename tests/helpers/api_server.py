@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 class ApiServer:
     def __init__(self, db: Path, port: int, *args: str, api_key: str | None = None):
         self.port = port
+        self.db = db
         self.api_key = api_key
         self.url = f"http://127.0.0.1:{port}"
         cmd = [sys.executable, "-m", "app.server", "--db", str(db), "--port", str(port), *args]
