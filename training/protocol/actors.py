@@ -88,7 +88,7 @@ class StageRunner:
         logits = self.stage(x)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), unpack(targets)[0].reshape(-1))
         (loss * scale).backward()
-        return float(loss), self._grad_message(micro)
+        return loss.item(), self._grad_message(micro)
 
     def backward(self, grad: bytes, micro: int = 0) -> bytes | None:
         self.sent.pop(micro).backward(unpack(grad)[0])
