@@ -1,11 +1,13 @@
 """Pipeline-parallel training on Ray: one actor per stage, and a driver that chains them.
 
-Each `StageWorker` holds one stage, its optimizer and both ends of its boundaries. The driver passes each
-worker's output ObjectRef straight into the next worker's call; a step splits the batch into micro-batches and
-submits every forward chain, then every backward chain (GPipe), so neighbouring stages work on different
-micro-batches at the same time. Every message between stages is a `wire.pack` byte string, and each worker
-counts the bytes it sends to a neighbouring stage. The driver's own input (token ids to the first stage,
-targets to the last) is data loading, the same for every mode, and is not counted.
+Each `StageRunner` holds one stage, its optimizer and both ends of its boundaries; `StageWorker` is the same
+class as a Ray actor. On Ray the driver passes each worker's output ObjectRef straight into the next worker's
+call; a step splits the batch into micro-batches and submits every forward chain, then every backward chain
+(GPipe), so neighbouring stages work on different micro-batches at the same time. Every message between stages
+is a `wire.pack` byte string, and each worker counts the bytes it sends to a neighbouring stage. The driver's
+own input (token ids to the first stage, targets to the last) is data loading, the same for every mode, and is
+not counted. With `on_ray=False` the same runners are called in this process, message for message (what the
+fast tests check in seconds).
 """
 
 from __future__ import annotations
@@ -37,19 +39,21 @@ def ensure_ray() -> bool:
     return address is None
 
 
-@ray.remote(num_cpus=0.25)
-class StageWorker:
-    """One pipeline stage in its own process: forward, backward and the optimizer step of its parameters."""
+class StageRunner:
+    """One pipeline stage: forward, backward and the optimizer step of its parameters."""
 
     def __init__(self, index: int):
         torch.set_num_threads(1)
         self.index = index
 
-    def build(self, config: ModelConfig, mode: str, lr: float, weight_decay: float) -> int:
-        """A fresh stage (weights from the config's seed), optimizer and byte counters; returns its parameter count."""
+    def build(self, config: ModelConfig, mode: str, lr: float, weight_decay: float, steps: int = 0) -> int:
+        """A fresh stage (weights from the config's seed), optimizer and byte counters; returns its parameter
+        count. With `steps` > 0 the learning rate decays linearly to zero over that many updates."""
         self.stage = Stage(config, mode, self.index)
         self.codec = BoundaryCodec(self.stage.subspace)
         self.opt = torch.optim.AdamW(self.stage.parameters(), lr=lr, weight_decay=weight_decay)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.opt, lambda t: max(0.0, 1.0 - t / steps) if steps > 0 else 1.0)
         self.sent: dict[int, torch.Tensor] = {}  # micro-batch -> tensor sent forward (still on the graph)
         self.leaves: dict[int, torch.Tensor] = {}  # micro-batch -> leaf rebuilt from the received message
         self.bytes = {"forward": 0, "backward": 0}
@@ -93,6 +97,7 @@ class StageWorker:
     def update(self) -> None:
         """The optimizer step, once every micro-batch of the step has been through backward."""
         self.opt.step()
+        self.schedule.step()
 
     def gradients(self) -> dict[str, np.ndarray]:
         return {n: p.grad.numpy().copy() for n, p in self.stage.named_parameters() if p.grad is not None}
@@ -108,6 +113,9 @@ class StageWorker:
         return time.process_time()
 
 
+StageWorker = ray.remote(num_cpus=0.25)(StageRunner)
+
+
 @dataclass
 class Traffic:
     """Bytes sent between stages over a run, by direction."""
@@ -120,17 +128,33 @@ class Traffic:
         return self.forward + self.backward
 
 
-class RayPipeline:
-    """The driver: one `StageWorker` per stage, rebuilt in place for each model so the processes are reused."""
+class Pipeline:
+    """The driver: one stage worker per stage (Ray actors, or with `on_ray=False` runners in this process),
+    rebuilt in place for each model so the processes are reused."""
 
-    def __init__(self, stages: int, micro_batches: int = 2):
-        self.workers = [StageWorker.remote(i) for i in range(stages)]
+    def __init__(self, stages: int, micro_batches: int = 2, on_ray: bool = True):
+        self.on_ray = on_ray
+        self.workers = [StageWorker.remote(i) if on_ray else StageRunner(i) for i in range(stages)]
         self.micro = micro_batches
 
-    def build(self, config: ModelConfig, mode: str, lr: float = 3e-3, weight_decay: float = 0.1) -> int:
+    def _call(self, worker, method: str, *args, returns: int = 1):
+        """Submit (Ray: an ObjectRef, or `returns` of them) or run (in process: the value) one worker method."""
+        if not self.on_ray:
+            return getattr(worker, method)(*args)
+        remote = getattr(worker, method)
+        return (remote.options(num_returns=returns) if returns > 1 else remote).remote(*args)
+
+    def _get(self, refs):
+        return ray.get(refs) if self.on_ray else refs
+
+    def _all(self, method: str, *args) -> list:
+        return self._get([self._call(w, method, *args) for w in self.workers])
+
+    def build(self, config: ModelConfig, mode: str, lr: float = 3e-3, weight_decay: float = 0.1,
+              steps: int = 0) -> int:
         if config.stages != len(self.workers):
             raise ValueError(f"config has {config.stages} stages, the pipeline {len(self.workers)} workers")
-        return sum(ray.get([w.build.remote(config, mode, lr, weight_decay) for w in self.workers]))
+        return sum(self._all("build", config, mode, lr, weight_decay, steps))
 
     def step(self, tokens: torch.Tensor, targets: torch.Tensor, update: bool = True) -> float:
         """One training step (GPipe schedule: every micro-batch forward, then every one backward, then the
@@ -140,24 +164,23 @@ class RayPipeline:
         for m, (x, y) in enumerate(zip(xs, ys, strict=True)):
             message = pack([x])
             for w in self.workers[:-1]:
-                message = w.forward.remote(message, m)
-            loss, grad = self.workers[-1].forward_backward.options(num_returns=2).remote(
-                message, pack([y]), m, len(x) / len(tokens))
+                message = self._call(w, "forward", message, m)
+            loss, grad = self._call(self.workers[-1], "forward_backward", message, pack([y]), m,
+                                    len(x) / len(tokens), returns=2)
             losses.append(loss)
             grads.append(grad)
         done = []
         for m, grad in enumerate(grads):
             for w in reversed(self.workers[:-1]):
-                grad = w.backward.remote(grad, m)
+                grad = self._call(w, "backward", grad, m)
             done.append(grad)
-        ray.get(done)
+        self._get(done)
         if update:
-            ray.get([w.update.remote() for w in self.workers])
-        return float(sum(loss * len(x) for loss, x in zip(ray.get(losses), xs, strict=True)) / len(tokens))
+            self._all("update")
+        return float(sum(loss * len(x) for loss, x in zip(self._get(losses), xs, strict=True)) / len(tokens))
 
     def _merged(self, method: str) -> dict:
-        parts = ray.get([getattr(w, method).remote() for w in self.workers])
-        return {f"stages.{i}.{name}": value for i, part in enumerate(parts) for name, value in part.items()}
+        return {f"stages.{i}.{name}": value for i, part in enumerate(self._all(method)) for name, value in part.items()}
 
     def gradients(self) -> dict[str, np.ndarray]:
         """Parameter gradients keyed as in `StagedModel.named_parameters()`."""
@@ -168,12 +191,15 @@ class RayPipeline:
         return self._merged("state")
 
     def traffic(self) -> Traffic:
-        counts = ray.get([w.traffic.remote() for w in self.workers])
+        counts = self._all("traffic")
         return Traffic(sum(c["forward"] for c in counts), sum(c["backward"] for c in counts))
 
     def cpu_seconds(self) -> float:
-        return float(sum(ray.get([w.cpu_seconds.remote() for w in self.workers])))
+        """CPU seconds of the stage workers (in process: of this whole process)."""
+        seconds = self._all("cpu_seconds")
+        return float(sum(seconds) if self.on_ray else seconds[0])
 
     def close(self) -> None:
-        for w in self.workers:
-            ray.kill(w)
+        if self.on_ray:
+            for w in self.workers:
+                ray.kill(w)
