@@ -157,6 +157,7 @@ class SegmentReader:
         self._info_ready = threading.Event()
         self._segmenter: Segmenter | None = None
         self._delivered = False  # the source has sent data: from then on the reconnect policy applies
+        self.timings = {"decode_s": 0.0, "segment_s": 0.0}  # seconds the reader thread spent in each
 
     def start(self) -> SegmentReader:
         self._thread.start()
@@ -251,12 +252,21 @@ class SegmentReader:
 
     def _pump(self, decoder: MediaDecoder, seg: Segmenter) -> None:
         base = self.stats.frames_decoded
-        for item in decoder:
+        items = iter(decoder)
+        while True:
+            t0 = time.perf_counter()
+            item = next(items, _END)
+            t1 = time.perf_counter()
+            self.timings["decode_s"] += t1 - t0  # demux, decode, sampled RGB, audio resampling (and network waits)
+            if item is _END:
+                return
             self._delivered = True
             self.stats.frames_decoded = base + decoder.frames_decoded  # live count for progress and health
             if self._stop.is_set():
                 return
-            for s in seg.push(item):
+            done = list(seg.push(item))
+            self.timings["segment_s"] += time.perf_counter() - t1
+            for s in done:
                 self._emit(s)
             if self.duration_s is not None and seg.last_time >= self.duration_s:
                 return

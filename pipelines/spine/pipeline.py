@@ -106,9 +106,14 @@ class Pipeline:
         info = out["info"] or {}
         wall = time.perf_counter() - self.started
         stats = out["stats"]
+        clocks = dict(zip(self.actors, ray.get([a.timings.remote() for a in self.actors.values()]), strict=True))
+        timings = graph.stage_timings(out["reader"], {name: c["busy_s"] for name, c in clocks.items()},
+                                      {name: c["parts"] for name, c in clocks.items()},
+                                      {"submit_s": out["call_s"], "wait_s": out["wait_s"]})
+        timings["node_id"] = out["node_id"]  # where the source was read
         result = ray.get(self.sink.result.remote(info.get("duration_s") if not self.spec.live else None,
                                                  bool(info.get("has_audio")), bool(info.get("has_video")),
-                                                 wall, stats))
+                                                 wall, stats, timings))
         result["timings"]["ray_call_s"] = round(out["call_s"], 4)
         return result
 
