@@ -24,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -141,3 +142,4 @@ def test_batch_runs_on_both_nodes_of_a_real_cluster(tmp_path):
     finally:
         for node in reversed(nodes):
             node.stop()
+        shutil.rmtree(temp, ignore_errors=True)
