@@ -31,22 +31,30 @@ def _graceful_stop():
 
 
 def cmd_analyze(args) -> int:
-    from app.services.settings import analysis_options
-    from app.summary import render_summary
-    from pipelines import analyze
-
     if args.out:
         out = Path(args.out)
         if out.exists() and out.is_dir():
             raise BadInput(f"--out {out} is a directory")
         if not out.parent.exists():
             raise BadInput(f"--out folder {out.parent} does not exist")
+    # Check the source before the heavy imports, Ray and the models: bad input fails in seconds.
+    from pipelines.media.preflight import check_source
+    from pipelines.media.sources import parse_source
+
+    check_source(parse_source(args.source, args.rtsp_transport), network=not args.retry)
+
+    from app.services.settings import analysis_options
+    from app.summary import render_summary
+    from pipelines import analyze
+
+    options = analysis_options(args)
+    options.reconnect.retry_before_data = args.retry
     stop = _graceful_stop()
     mode = args.progress
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() and not args.quiet else "none"
-    result = analyze(args.source, analysis_options(args), show_progress={"bar": True, "plain": "plain", "none": False}[mode],
-                     stop_event=stop)
+    result = analyze(args.source, options, show_progress={"bar": True, "plain": "plain", "none": False}[mode],
+                     stop_event=stop, source_checked=True)
     if args.out:
         from pipelines.sinks.exporters import write_json
         write_json(Path(args.out), result)
@@ -154,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watchdog", type=float, default=5.0, help="seconds without data before a live source reconnects")
     p.add_argument("--reconnect-budget", type=float, default=30.0,
                    help="give up on a live source that stays down this many seconds (default 30)")
+    p.add_argument("--retry", action="store_true",
+                   help="a live source that is not up yet (a camera expected late): keep trying to connect, with "
+                        "backoff, for up to --reconnect-budget seconds; without it a live source that cannot be "
+                        "reached fails at once (exit 2), and reconnects only after it has sent data")
     p.add_argument("--progress", choices=["auto", "bar", "plain", "none"], default="auto",
                    help="progress display on stderr: a bar on terminals, 'plain' lines for logs (default auto)")
     p.add_argument("--strict-webhooks", action="store_true",

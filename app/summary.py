@@ -16,6 +16,9 @@ def render_summary(result: dict, max_events: int = 25) -> str:
     timings = result.get("timings", {})
     lines.append(f"{result.get('source')}  {dur:.1f} s, {av}; analyzed in {timings.get('wall_s', 0):.1f} s "
                  f"({timings.get('realtime_factor') or 0:.1f}x real time)")
+    stages = sorted(((k[:-2], v) for k, v in (timings.get("stages") or {}).items() if v >= 0.05), key=lambda kv: -kv[1])
+    if stages:
+        lines.append("time in: " + ", ".join(f"{name} {v:.1f} s" for name, v in stages[:6]))
     ingest = result.get("ingest") or {}
     if ingest.get("reconnects") or ingest.get("frames_dropped") or ingest.get("lost_seconds"):
         lines.append(f"stream: {ingest.get('reconnects', 0)} reconnects, {ingest.get('lost_seconds', 0):.1f} s lost, "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 
@@ -320,6 +321,7 @@ class VisualAnalyzer:
             from models.encoders.frame_prompt import FramePrompt
 
             self.prompt = FramePrompt.load(self.config.prompt)
+        self.timings = {"detector_s": 0.0, "pose_s": 0.0, "faces_s": 0.0, "frames_s": 0.0}  # seconds so far
 
     def reset(self) -> None:
         """Forget tracking state (a new source, or a gap in this one)."""
@@ -340,13 +342,20 @@ class VisualAnalyzer:
             base = (self.stats._prev_t + 0.5) if self.stats._prev_t is not None else 0.0
             times = [base + i / len(frames) for i in range(len(frames))]
         key = frames[len(frames) // 2]  # YOLO and faces on the middle frame only
+        t0 = time.perf_counter()
         detections = self.detector.detect(key)
         objects: dict[str, int] = {}
         for d in detections:
             objects[d["label"]] = objects.get(d["label"], 0) + 1
+        t1 = time.perf_counter()
         pose = self.pose.track(frames, times) if self.pose is not None else []
+        t2 = time.perf_counter()
         faces = self.faces.detect(key) if self.faces is not None else []
+        t3 = time.perf_counter()
         stats = self.stats.measure(frames, times)
+        for part, dt in (("detector_s", t1 - t0), ("pose_s", t2 - t1), ("faces_s", t3 - t2),
+                         ("frames_s", time.perf_counter() - t3)):
+            self.timings[part] += dt
         # YOLOv3-tiny misses people that fill the frame and pose fires on animals; a face is strong evidence.
         persons = max(objects.get("person", 0), len(faces))
         return {"persons": persons, "objects": objects, "detections": detections, "pose": pose,

@@ -35,14 +35,17 @@ class Health(StrEnum):
 
 @dataclass
 class ReconnectPolicy:
-    """Exponential backoff with jitter; `connect_attempts` bounds the first connection, `outage_budget_s` later ones."""
+    """Exponential backoff with jitter, for live sources once they have delivered data: an outage longer than
+    `outage_budget_s` ends the stream. Before the first data a failure ends it at once, unless
+    `retry_before_data` (`--retry`, a camera expected to come up late): then the same backoff and budget apply
+    from the first attempt."""
 
     initial_s: float = 0.5
     max_s: float = 8.0
     factor: float = 2.0
     jitter: float = 0.3
-    connect_attempts: int = 3
     outage_budget_s: float = 30.0
+    retry_before_data: bool = False
 
     def delay(self, attempt: int, rng: random.Random) -> float:
         base = min(self.max_s, self.initial_s * self.factor ** attempt)
@@ -157,6 +160,8 @@ class SegmentReader:
         self._thread = threading.Thread(target=self._run, name=f"ingest-{source_id}", daemon=True)
         self._info_ready = threading.Event()
         self._segmenter: Segmenter | None = None
+        self._delivered = False  # the source has sent data: from then on the reconnect policy applies
+        self.timings = {"decode_s": 0.0, "segment_s": 0.0}  # seconds the reader thread spent in each
 
     def start(self) -> SegmentReader:
         self._thread.start()
@@ -252,11 +257,21 @@ class SegmentReader:
 
     def _pump(self, decoder: MediaDecoder, seg: Segmenter) -> None:
         base = self.stats.frames_decoded
-        for item in decoder:
+        items = iter(decoder)
+        while True:
+            t0 = time.perf_counter()
+            item = next(items, _END)
+            t1 = time.perf_counter()
+            self.timings["decode_s"] += t1 - t0  # demux, decode, sampled RGB, audio resampling (and network waits)
+            if item is _END:
+                return
+            self._delivered = True
             self.stats.frames_decoded = base + decoder.frames_decoded  # live count for progress and health
             if self._stop.is_set():
                 return
-            for s in seg.push(item):
+            done = list(seg.push(item))
+            self.timings["segment_s"] += time.perf_counter() - t1
+            for s in done:
                 self._emit(s)
             if self.duration_s is not None and seg.last_time >= self.duration_s:
                 return
@@ -264,20 +279,21 @@ class SegmentReader:
     def _run_live(self) -> None:
         seg: Segmenter | None = None
         attempt = 0
-        outage_started: float | None = None
+        outage_started = time.monotonic()  # before the first data: since the first attempt
         lost_from = 0.0
-        ever_live = False
         while not self._stop.is_set():
-            self.stats.health = Health.RECONNECTING if ever_live else Health.CONNECTING
+            self.stats.health = Health.RECONNECTING if self._delivered else Health.CONNECTING
             try:
                 container, decoder = self._connect()
             except BadInput as exc:
                 self.stats.last_error = str(exc)
                 attempt += 1
-                if not ever_live and attempt >= self.policy.connect_attempts:
-                    raise StreamFailed(f"{self.spec.name}: could not connect after {attempt} attempts "
-                                       f"({redact_text(str(exc))})") from None
-                if ever_live and time.monotonic() - outage_started > self.policy.outage_budget_s:
+                if not self._delivered and not self.policy.retry_before_data:
+                    raise StreamFailed(f"{self.spec.name}: could not connect ({_reason(exc, self.spec)})") from None
+                if time.monotonic() - outage_started > self.policy.outage_budget_s:
+                    if not self._delivered:
+                        raise StreamFailed(f"{self.spec.name}: did not come up within "
+                                           f"{self.policy.outage_budget_s:g} s ({_reason(exc, self.spec)})") from None
                     self.stats.failure = (f"stream stopped sending at {lost_from:.1f} s and did not come back "
                                           f"within {self.policy.outage_budget_s:.0f} s")
                     self.stats.health = Health.FAILED
@@ -288,7 +304,7 @@ class SegmentReader:
             if seg is None:
                 seg = Segmenter(self.source_id, decoder.video is not None, decoder.audio is not None)
                 self._segmenter = seg
-            else:
+            elif self._delivered:
                 # Same timeline across the outage: skip the seconds that were lost.
                 outage = time.monotonic() - outage_started
                 resume = int(math.ceil(lost_from + outage))
@@ -298,7 +314,9 @@ class SegmentReader:
                 seg.skip_to(resume)
                 seg.offset = float(resume)
                 seg.last_time = float(resume)
-            ever_live = True
+            else:  # connected before without data: start the timeline afresh
+                seg = Segmenter(self.source_id, decoder.video is not None, decoder.audio is not None)
+                self._segmenter = seg
             attempt = 0
             self.stats.health = Health.LIVE
             try:
@@ -320,5 +338,20 @@ class SegmentReader:
                 return
             if ended_cleanly and self.stats.last_error is None:
                 self.stats.last_error = "source ended"
+            if not self._delivered and not self.policy.retry_before_data:
+                raise StreamFailed(f"{self.spec.name}: connected but no data arrived ({self.stats.last_error})")
+            if not self._delivered:
+                if time.monotonic() - outage_started > self.policy.outage_budget_s:
+                    raise StreamFailed(f"{self.spec.name}: sent no data within {self.policy.outage_budget_s:g} s "
+                                       f"({self.stats.last_error})")
+                self._stop.wait(self.policy.delay(0, self._rng))
             lost_from = seg.last_time
-            outage_started = time.monotonic()
+            if self._delivered:  # before the first data the budget runs from the first attempt
+                outage_started = time.monotonic()
+
+
+def _reason(exc: BaseException, spec: SourceSpec) -> str:
+    """The cause without the source's name repeated."""
+    text = str(exc)
+    prefix = f"{spec.name}: "
+    return redact_text(text[len(prefix):] if text.startswith(prefix) else text)

@@ -3,6 +3,7 @@ they close) and a feed for live subscribers."""
 
 from __future__ import annotations
 
+import time
 from collections import deque
 
 from pipelines.sinks.results import ResultBuilder
@@ -28,9 +29,17 @@ class Sink:
             self.store = Store(db_path)
         self.feed: deque | None = deque(maxlen=feed_size) if feed_size > 0 else None
         self.seq = 0
+        self.write_s = 0.0  # seconds spent taking records (result rows, store, webhook queue, feed)
 
     def write(self, record: Second) -> int:
         """Take one record; returns its second's index (-1 for the final record)."""
+        t0 = time.perf_counter()
+        try:
+            return self._write(record)
+        finally:
+            self.write_s += time.perf_counter() - t0
+
+    def _write(self, record: Second) -> int:
         self.builder.add(record)
         if self.webhook is not None:
             self.webhook.offer(record)
@@ -51,6 +60,12 @@ class Sink:
         return list(self.builder.latencies)
 
     def result(self, duration_s: float | None, has_audio: bool, has_video: bool, wall_s: float,
-               ingest: dict | None) -> dict:
+               ingest: dict | None, timings: dict | None = None) -> dict:
+        """The result; `timings` (from `graph.stage_timings`, plus e.g. `node_id`) joins `result["timings"]`,
+        with the sink's own seconds added to `timings.stages`."""
         extra = {"webhook": self.webhook.close()} if self.webhook is not None else None
-        return self.builder.build(duration_s, has_audio, has_video, wall_s, ingest, extra)
+        result = self.builder.build(duration_s, has_audio, has_video, wall_s, ingest, extra)
+        if timings is not None:
+            result["timings"].update(timings)
+            result["timings"].setdefault("stages", {})["sink_s"] = round(self.write_s, 4)
+        return result

@@ -30,16 +30,22 @@ class StageActor:
 
     def __init__(self, node: graph.Node, config):
         limit_threads(1)
+        self.name = node.name
         self.stage = graph.build_stage(node, config)
+        self.clock = graph.StageClock()
 
     def ready(self) -> bool:
         return True
 
     def process(self, *args):
-        return self.stage.process(*args)
+        return self.clock.call(self.name, self.stage, "process", list(args))
 
     def finish(self, *args):
-        return self.stage.finish(*args)
+        return self.clock.call(self.name, self.stage, "finish", list(args))
+
+    def timings(self) -> dict:
+        """Seconds in this stage's calls and in its parts (an actor restart starts them afresh)."""
+        return {"busy_s": self.clock.busy.get(self.name, 0.0), "parts": graph.stage_parts(self.stage)}
 
     def pid(self) -> int:
         return os.getpid()
@@ -75,6 +81,7 @@ class IngestActor:
                                     open_timeout_s=open_timeout_s)
         self.position = 0.0
         self.call_s = 0.0
+        self.wait_s = 0.0
 
     def progress(self) -> dict:
         info = self.reader.info
@@ -110,14 +117,19 @@ class IngestActor:
                     self.budget.track(seg, record.future())
                 self.call_s += time.perf_counter() - t0
                 self.position = seg.end
+                t0 = time.perf_counter()
                 while len(inflight) > max_inflight:
                     ray.get(inflight.popleft())
+                self.wait_s += time.perf_counter() - t0
         finally:
             self.reader.stop()
             # Close whatever is open (a speech span, open events) and wait for the sink to have it all.
             inflight.append(sink.write.remote(graph.finish(nodes, call)))
+            t0 = time.perf_counter()
             ray.get(list(inflight))
-        out = {"stats": self.reader.stats.to_dict(), "call_s": self.call_s,
+            self.wait_s += time.perf_counter() - t0
+        out = {"stats": self.reader.stats.to_dict(), "call_s": self.call_s, "wait_s": self.wait_s,
+               "reader": dict(self.reader.timings), "node_id": ray.get_runtime_context().get_node_id(),
                "info": self.reader.info.__dict__ if self.reader.info else None}
         if self.budget is not None:
             out["budget"] = self.budget.summary()

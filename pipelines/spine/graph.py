@@ -9,6 +9,7 @@ record. A runner only decides how a call is made (an actor method call with Obje
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -71,3 +72,48 @@ def finish(graph: list[Node], call: Call) -> Any:
         if node.finish is not None:
             values[node.output] = call(node, "finish", [values[name] for name in node.finish])
     return values["record"]
+
+
+# -- where the time goes (`timings.stages` in the result) ---------------------------------------------------
+
+
+def stage_parts(stage: Any) -> dict[str, float]:
+    """The seconds a stage reports for its parts so far (`timings()`: VAD and ASR, tagger, detector, ...)."""
+    report = getattr(stage, "timings", None)
+    return dict(report()) if report is not None else {}
+
+
+class StageClock:
+    """Seconds one analysis spends in each node's calls, and in the parts its stages report. Stages reused
+    from an earlier source (`StageCache`) count from `start`."""
+
+    def __init__(self) -> None:
+        self.busy: dict[str, float] = {}
+        self._base: dict[str, dict[str, float]] = {}
+
+    def start(self, stages: dict[str, Any]) -> StageClock:
+        self._base = {name: stage_parts(stage) for name, stage in stages.items()}
+        return self
+
+    def call(self, name: str, stage: Any, method: str, args: list) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return getattr(stage, method)(*args)
+        finally:
+            self.busy[name] = self.busy.get(name, 0.0) + time.perf_counter() - t0
+
+    def parts(self, name: str, stage: Any) -> dict[str, float]:
+        base = self._base.get(name, {})
+        return {k: v - base.get(k, 0.0) for k, v in stage_parts(stage).items()}
+
+
+def stage_timings(reader: dict[str, float], busy: dict[str, float], parts: dict[str, dict[str, float]],
+                  ray: dict[str, float] | None = None) -> dict:
+    """`timings.stages` (seconds: decode and segmenter, each node, Ray submit and wait; the sink adds its own)
+    and `timings.stages_detail` (each stage's parts, included in its total)."""
+    stages = {"decode_s": reader.get("decode_s", 0.0), "segment_s": reader.get("segment_s", 0.0)}
+    stages.update({f"{name}_s": seconds for name, seconds in busy.items()})
+    if ray is not None:
+        stages.update({"ray_submit_s": ray.get("submit_s", 0.0), "ray_wait_s": ray.get("wait_s", 0.0)})
+    detail = {name: {k: round(max(0.0, v), 4) for k, v in p.items()} for name, p in parts.items() if p}
+    return {"stages": {k: round(max(0.0, v), 4) for k, v in stages.items()}, "stages_detail": detail}

@@ -62,8 +62,10 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
                            duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,
                            open_timeout_s=options.open_timeout_s).start()
 
+    clock = graph.StageClock().start(stages)
+
     def call(node: graph.Node, method: str, args: list):
-        return getattr(stages[node.name], method)(*args)
+        return clock.call(node.name, stages[node.name], method, args)
 
     try:
         while (seg := reader.get()) is not None:
@@ -74,5 +76,23 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
         reader.stop()
     sink.write(graph.finish(nodes, call))
     info = reader.info
+    timings = graph.stage_timings(reader.timings, clock.busy,
+                                  {name: clock.parts(name, stage) for name, stage in stages.items()})
+    node_id = ray_node_id()
+    if node_id is not None:
+        timings["node_id"] = node_id
     return sink.result(info.duration_s if info else None, bool(info and info.has_audio),
-                       bool(info and info.has_video), time.perf_counter() - started, reader.stats.to_dict())
+                       bool(info and info.has_video), time.perf_counter() - started, reader.stats.to_dict(), timings)
+
+
+def ray_node_id() -> str | None:
+    """The Ray node this process runs on (a batch task, an API job), or None outside Ray."""
+    import sys
+
+    ray = sys.modules.get("ray")  # never import Ray just to ask
+    if ray is None or not ray.is_initialized():
+        return None
+    try:
+        return ray.get_runtime_context().get_node_id()
+    except Exception:  # an old Ray, or a driver not connected after all
+        return None

@@ -9,23 +9,12 @@ import threading
 import time
 
 from models.errors import BadInput
+from pipelines.media.preflight import check_source, probe  # noqa: F401  (probe: the file check, re-exported)
 from pipelines.media.sources import SourceSpec, parse_source
 from pipelines.spine import graph
 from pipelines.spine.options import AnalyzeOptions
 from pipelines.stages.grounding import checkpoint_path
 from pipelines.stages.parser import prefm_checkpoint
-
-
-def probe(spec: SourceSpec, timeout_s: float = 10.0) -> None:
-    """Open `spec` and check it has a decodable stream; raises BadInput with the reason if not."""
-    from pipelines.media.decode import MediaDecoder
-    from pipelines.media.sources import open_container
-
-    container = open_container(spec, timeout_s, timeout_s)
-    try:
-        MediaDecoder(container)
-    finally:
-        container.close()
 
 
 def _unwrap(exc: BaseException) -> BaseException:
@@ -43,7 +32,7 @@ class Pipeline:
     """
 
     def __init__(self, source: str, options: AnalyzeOptions | None = None, job_id: str | None = None,
-                 db_path: str | None = None, source_id: str | None = None):
+                 db_path: str | None = None, source_id: str | None = None, source_checked: bool = False):
         import ray
 
         from pipelines.spine.actors import IngestActor, SinkActor, StageActor
@@ -51,8 +40,8 @@ class Pipeline:
 
         self.options = options = options or AnalyzeOptions()
         self.spec: SourceSpec = parse_source(source, options.rtsp_transport, options.live)
-        if not self.spec.live:
-            probe(self.spec, options.open_timeout_s)  # fail fast on bad files, before starting Ray and models
+        if not source_checked:  # fail fast on bad input, before Ray and models
+            check_source(self.spec, options.open_timeout_s, network=not options.reconnect.retry_before_data)
         if options.grounding.enabled:
             checkpoint_path(options.grounding.checkpoint)
         prefm_checkpoint(options.stages)  # a PreFM checkpoint asked for but missing: say so before starting
@@ -117,9 +106,14 @@ class Pipeline:
         info = out["info"] or {}
         wall = time.perf_counter() - self.started
         stats = out["stats"]
+        clocks = dict(zip(self.actors, ray.get([a.timings.remote() for a in self.actors.values()]), strict=True))
+        timings = graph.stage_timings(out["reader"], {name: c["busy_s"] for name, c in clocks.items()},
+                                      {name: c["parts"] for name, c in clocks.items()},
+                                      {"submit_s": out["call_s"], "wait_s": out["wait_s"]})
+        timings["node_id"] = out["node_id"]  # where the source was read
         result = ray.get(self.sink.result.remote(info.get("duration_s") if not self.spec.live else None,
                                                  bool(info.get("has_audio")), bool(info.get("has_video")),
-                                                 wall, stats))
+                                                 wall, stats, timings))
         result["timings"]["ray_call_s"] = round(out["call_s"], 4)
         if "budget" in out:
             result["budget"] = out["budget"]
@@ -167,9 +161,10 @@ def _update_bar(bar, prog: dict, live: bool):
 
 def analyze(source: str, options: AnalyzeOptions | None = None, show_progress: bool | str = False,
             job_id: str | None = None, db_path: str | None = None,
-            stop_event: threading.Event | None = None) -> dict:
-    """Run `source` through the actor pipeline and return the result dict."""
-    pipeline = Pipeline(source, options, job_id=job_id, db_path=db_path)
+            stop_event: threading.Event | None = None, source_checked: bool = False) -> dict:
+    """Run `source` through the actor pipeline and return the result dict (`source_checked`: the caller has
+    already run `check_source` on it)."""
+    pipeline = Pipeline(source, options, job_id=job_id, db_path=db_path, source_checked=source_checked)
     try:
         return pipeline.wait(show_progress, stop_event)
     finally:

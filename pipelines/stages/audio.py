@@ -18,6 +18,10 @@ class AudioStage:
     def reset(self) -> None:
         self.features.reset()
 
+    def timings(self) -> dict[str, float]:
+        """Seconds spent so far in the tagger, the VAD and the log-mel features."""
+        return dict(self.features.timings)
+
     def process(self, seg: Segment) -> dict:
         result = self.features.analyze(seg.audio, seg.start) if seg.audio is not None else None
         readable = self.features.readable(result) or {}

@@ -23,6 +23,7 @@ class SpeechStage:
         self._audio = np.zeros(0, np.float32)
         self._audio_t0 = 0.0
         self.asr_seconds = 0.0
+        self.vad_seconds = 0.0
 
     def reset(self) -> None:
         """A new source: forget speech state and buffered audio."""
@@ -59,7 +60,9 @@ class SpeechStage:
         if seg.audio is None:
             return out
         self._keep(seg)
+        t0 = time.perf_counter()
         spans, probs = self.vad.feed(seg.audio, seg.start)
+        self.vad_seconds += time.perf_counter() - t0
         out["speech_prob"] = round(max(probs), 3) if probs else 0.0
         for span in spans:
             out["spans"].append([round(span.start, 2), round(span.end, 2)])
@@ -69,6 +72,10 @@ class SpeechStage:
             out["transcript"].extend(self._transcribe(since, seg.end))
             self.vad.split_open_span(seg.end)  # the rest of this long span is transcribed as a new piece
         return out
+
+    def timings(self) -> dict[str, float]:
+        """Seconds spent so far in the VAD and in Whisper."""
+        return {"vad_s": self.vad_seconds, "asr_s": self.asr_seconds}
 
     def finish(self) -> dict:
         out = {"index": None, "speech_prob": 0.0, "spans": [], "transcript": []}

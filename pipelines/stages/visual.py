@@ -22,6 +22,10 @@ class VisualStage:
         if self.analyzer is not None:
             self.analyzer.reset()
 
+    def timings(self) -> dict[str, float]:
+        """Seconds spent so far in the detector, pose, faces and frame statistics."""
+        return dict(self.analyzer.timings) if self.analyzer is not None else {}
+
     def process(self, seg: Segment) -> dict:
         if self.analyzer is None or not seg.frames:
             return {"index": seg.index, "visual": None, "vector": None, "available": False}
