@@ -17,7 +17,7 @@ import torch
 
 from training.experiment import Experiment, Result
 from training.selective.estimator import RidgeEstimator
-from training.selective.forecaster import ForecastConfig, fit_forecaster, test_mse
+from training.selective.forecaster import ForecastConfig, fit_forecaster, forecast_mse
 from training.selective.series import make_windows, synthetic_series
 
 SEEDS = 3
@@ -44,7 +44,7 @@ def run(seed: int = 0, progress: Callable | None = None, seeds: int = SEEDS, len
         for name, (loss, r_u, r_a) in ARMS.items():
             cfg = ForecastConfig(hidden=hidden, epochs=epochs, loss=loss, r_u=r_u, r_a=r_a)
             model, log = fit_forecaster(train, cfg, seed=seed + k, progress=progress)
-            scores[name].append(test_mse(model, test))
+            scores[name].append(forecast_mse(model, test))
             kept[name].append(log.kept_overall)
     rows = [{"loss": name, "test_mse_mean": float(np.mean(v)), "test_mse_per_seed": " / ".join(f"{x:.4f}" for x in v),
              "steps_kept": float(np.mean(kept[name])) if name in kept else float("nan")}

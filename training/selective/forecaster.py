@@ -102,7 +102,7 @@ def fit_forecaster(train: Windows, cfg: ForecastConfig, seed: int = 0,
 
 
 @torch.no_grad()
-def test_mse(model: MLPForecaster, windows: Windows) -> float:
+def forecast_mse(model: MLPForecaster, windows: Windows) -> float:
     model.eval()
     return float(((model(windows.x) - windows.y) ** 2).mean())
 

@@ -19,7 +19,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from training.selective.forecaster import LOSSES, ForecastConfig, fit_forecaster, save_forecaster, test_mse
+from training.selective.forecaster import (
+    LOSSES,
+    ForecastConfig,
+    fit_forecaster,
+    forecast_mse,
+    save_forecaster,
+)
 from training.selective.series import SIGNALS, Windows, make_windows, result_series
 
 
@@ -66,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = ForecastConfig(lookback=a.lookback, horizon=a.horizon, channels=len(signals), hidden=a.hidden,
                              epochs=a.epochs, loss=loss, batch_size=64)
         models[loss], _ = fit_forecaster(train, cfg, seed=a.seed)
-        scores[loss] = test_mse(models[loss], test)
+        scores[loss] = forecast_mse(models[loss], test)
         print(f"{loss}: test MSE {scores[loss]:.4f} (standardised; {len(train)} train / {len(test)} test windows)")
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     save_forecaster(a.out, models[a.loss], {"signals": list(signals), "mean": mean.tolist(), "std": std.tolist(),
