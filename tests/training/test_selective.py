@@ -93,6 +93,8 @@ def test_result_series_and_stream_forecaster(tmp_path):
         paths[-1].write_text(json.dumps(result))
     s = result_series(json.loads(paths[0].read_text()), ("speech", "events", "loudness"))
     assert s.shape == (80, 3) and s[12, 1] == 2 and s[15, 1] == 1 and s[20, 1] == 0 and not s[:, 2].any()
+    manifest = {"seconds": [{"start": 1.0, "level_db": -20.0, "speech_prob": 0.5}, {"start": 0.0, "level_db": -60.0}]}
+    np.testing.assert_allclose(result_series(manifest, ("loudness", "speech")), [[-60, 0], [-20, 0.5]])
     windows = make_windows([s, s], 10, 3, [(0, 50), (0, 50)])
     assert len(windows) == 2 * 38 and windows.positions[38, 0] == 80 + 10  # the second series starts at 80
     out = tmp_path / "f.pt"

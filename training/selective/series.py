@@ -8,7 +8,9 @@ for it there.
 
 Foresight's own: the ``seconds`` records of a result JSON (``pipelines.results.second_record``) give speech
 probability, motion energy and person counts per second; the ``events`` list gives an event rate (events
-open at that second); a ``loudness`` key is read where a record carries one.
+open at that second). The encoder cache's per-second detections (``manifest/<encoder>/<id>.json``) read the
+same way: their ``start``, ``speech_prob`` and ``level_db`` (loudness) stand in for ``t``, ``speech`` and
+``loudness``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import torch
 PERIODS = (24.0, 168.0, 60.0)
 AMPLITUDES = (1.0, 0.6, 0.4)
 SIGNALS = ("speech", "motion", "persons", "loudness", "events")
+ALIASES = {"speech": "speech_prob", "loudness": "level_db"}  # the detections' names for the same numbers
 
 
 @dataclass
@@ -55,18 +58,19 @@ def result_series(result: dict, signals: tuple[str, ...] = ("speech", "motion", 
     bad = [s for s in signals if s not in SIGNALS]
     if bad:
         raise ValueError(f"unknown signal(s) {bad}; choose from {SIGNALS}")
-    records = sorted(result.get("seconds") or [], key=lambda r: r["t"])
+    records = sorted(result.get("seconds") or [], key=lambda r: r.get("t", r.get("start", 0.0)))
     if not records:
         raise ValueError("the result has no 'seconds' records")
     events = result.get("events") or []
     out = np.zeros((len(records), len(signals)), dtype=np.float32)
     for i, rec in enumerate(records):
-        t = float(rec["t"])
+        t = float(rec.get("t", rec.get("start", i)))
         for j, name in enumerate(signals):
             if name == "events":
                 out[i, j] = sum(1 for e in events if e["start"] <= t < e["end"])
             else:
-                out[i, j] = float(rec.get(name) or 0.0)
+                value = rec.get(name, rec.get(ALIASES.get(name, name)))
+                out[i, j] = float(value or 0.0)
     return out
 
 
