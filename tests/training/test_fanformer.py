@@ -9,6 +9,8 @@ from torch import nn
 from models.layers.fan import FANEncoderLayer, FANLayer, FANMultiheadAttention, make_attention, periodic_width
 from models.prefm.modeling_prefm import PreFM, preset
 from models.prefm.online import load_checkpoint
+from models.trisense.grounder import load_checkpoint as load_grounder
+from models.trisense.grounder import save_checkpoint as save_grounder
 from models.trisense.modeling_trisense import TriSenseConfig, TriSenseModel
 from training.fanformer.toy import matched_ff, train_toy
 from training.prefm.cli import train_main
@@ -77,8 +79,10 @@ def test_prefm_default_is_unchanged_and_fan_is_selectable():
         preset("small", attention="fourier")
 
 
-def test_grounder_encoder_switch():
+def test_grounder_encoder_switch(tmp_path):
     assert TriSenseConfig.from_dict({"d_model": 32}).attention == "plain"  # old checkpoints have no key
+    shipped, _ = load_grounder("models/trisense/checkpoints/embedded.pt")  # strict load of the shipped weights
+    assert shipped.config.attention == "plain" and not any(".fan." in k for k in shipped.state_dict())
     model = TriSenseModel(TriSenseConfig(d_model=32, ff_dim=64, attention="fan")).eval()
     assert all(isinstance(layer, FANEncoderLayer) for layer in model.encoder.layers)
     B, T = 2, 12
@@ -88,6 +92,9 @@ def test_grounder_encoder_switch():
     with torch.no_grad():
         out = model(feats, torch.ones(B, 3, T, dtype=torch.bool), valid, torch.randn(B, 384))
     assert torch.isfinite(out.start_logits[valid]).all()
+    save_grounder(tmp_path / "g.pt", model)
+    again, _ = load_grounder(tmp_path / "g.pt")
+    assert again.config.attention == "fan" and isinstance(again.encoder.layers[1], FANEncoderLayer)
     with pytest.raises(ValueError):
         TriSenseConfig(attention="fourier")
 
