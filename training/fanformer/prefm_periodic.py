@@ -86,12 +86,21 @@ def summarize(runs: list[dict]) -> dict:
                       "per_seed": v} for k, v in d.items()} for att, d in out.items()}
 
 
+def write_doc(out: Path, a: argparse.Namespace, argv: list[str] | None, runs: list[dict]) -> None:
+    """The result JSON so far (rewritten after every run, so a long job leaves what it finished)."""
+    doc = {"command": "python -m training.fanformer.prefm_periodic " + " ".join(argv or sys.argv[1:]),
+           "recipe": {"preset": "small", "positional": True, "epochs": a.epochs, **RECIPE},
+           "periodic_classes": list(PERIODIC), "runs": runs, "summary": summarize(runs)}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.fanformer.prefm_periodic", description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", default="var/corpus_v2", help="embedded corpus v2 folder")
     p.add_argument("--layout", choices=LAYOUTS, default="embedded")
     p.add_argument("--seeds", default="87,88,89")
-    p.add_argument("--epochs", type=int, default=150)
+    p.add_argument("--epochs", type=int, default=100)
     p.add_argument("--work", default="var/fanformer_prefm", help="folder for the checkpoints")
     p.add_argument("--out", default="docs/results/training/fanformer_prefm.json")
     a = p.parse_args(argv)
@@ -108,11 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             r = runs[-1]
             print(f"{attention} seed {seed}: test mean evt F1 {r['test_mean_evt_f1']:.1f}, "
                   + ", ".join(f"{c} evt {s['evt_f1']:.1f}" for c, s in r["classes"].items()), flush=True)
-    doc = {"command": "python -m training.fanformer.prefm_periodic " + " ".join(argv or sys.argv[1:]),
-           "recipe": {"preset": "small", "positional": True, "epochs": a.epochs, **RECIPE},
-           "periodic_classes": list(PERIODIC), "runs": runs, "summary": summarize(runs)}
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(doc, indent=2) + "\n")
+            write_doc(Path(a.out), a, argv, runs)
     print(f"written {a.out}")
     return 0
 

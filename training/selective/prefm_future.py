@@ -53,12 +53,21 @@ def summarize(runs: list[dict]) -> dict:
     return out
 
 
+def write_doc(out: Path, a: argparse.Namespace, argv: list[str] | None, runs: list[dict]) -> None:
+    """The result JSON so far (rewritten after every run, so a long job leaves what it finished)."""
+    doc = {"command": "python -m training.selective.prefm_future " + " ".join(argv or sys.argv[1:]),
+           "recipe": {"preset": "small", "positional": True, "epochs": a.epochs, **RECIPE},
+           "runs": runs, "summary": summarize(runs)}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.selective.prefm_future", description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", default="var/corpus_v2", help="embedded corpus v2 folder")
     p.add_argument("--layout", choices=LAYOUTS, default="embedded")
     p.add_argument("--seeds", default="87,88,89")
-    p.add_argument("--epochs", type=int, default=150)
+    p.add_argument("--epochs", type=int, default=100)
     p.add_argument("--work", default="var/selective_prefm", help="folder for the checkpoints")
     p.add_argument("--out", default="docs/results/training/selective_prefm.json")
     a = p.parse_args(argv)
@@ -75,11 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             r = runs[-1]
             print(f"{loss} seed {seed}: future F1 {r['future_f1_mean']:.1f}, test mean evt F1 "
                   f"{r['test_mean_evt_f1']:.1f}", flush=True)
-    doc = {"command": "python -m training.selective.prefm_future " + " ".join(argv or sys.argv[1:]),
-           "recipe": {"preset": "small", "positional": True, "epochs": a.epochs, **RECIPE},
-           "runs": runs, "summary": summarize(runs)}
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(doc, indent=2) + "\n")
+            write_doc(Path(a.out), a, argv, runs)
     print(f"written {a.out}")
     return 0
 
