@@ -9,6 +9,8 @@ act at all, retrieval says which rule it breaks. `threshold` is the gate probabi
 (or, without embeddings, the retrieval score): higher means fewer false alarms and fewer caught risks
 (see docs/safety.md). Live logs must be risky without their speech: words alone ("the phone is
 ringing") never raise a retrieval alert unless what was seen or heard points to the same rule.
+With `escalation` set, a robust POMDP policy (`escalation.py`) reads the stream of gate probabilities
+instead of the threshold and says watch (no alert), warn or alarm (a critical alert).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.safety.alerts import Alert
+from models.safety.escalation import ESCALATION_FILE, EscalationPolicy, alert_severity
 from models.safety.fast_rules import FastRuleConfig, FastRules
 from models.safety.judge import ChatJudge, JudgeError
-from models.safety.knowledge import load_rules
+from models.safety.knowledge import SEVERITIES, load_rules
 from models.safety.logparse import Segment
 from models.safety.obslog import NO_PERSON, ObservationLog, is_presence
 from models.safety.retrieval import Candidate, RuleRetriever
@@ -56,6 +59,7 @@ class SafetyConfig:
     judge_timeout_s: float = 10.0
     judge_api_key_env: str = "FORESIGHT_JUDGE_API_KEY"
     fast: FastRuleConfig = field(default_factory=FastRuleConfig)
+    escalation: str | None = None         # None: warn at `threshold`; "robust" or a policy file: watch/warn/alarm
 
     def make_judge(self) -> ChatJudge | None:
         """The configured tier-(c) judge (API key from `judge_api_key_env`), or None when no URL is set."""
@@ -91,7 +95,13 @@ class SafetyMonitor:
         self.fast = FastRules(cfg.fast)
         self.log = ObservationLog(cfg.segment_s, cfg.window_segments)
         self.judge = cfg.make_judge()
-        self._last_by_rule: dict[str, float] = {}
+        self.escalation = None
+        if cfg.escalation:
+            path = ESCALATION_FILE if cfg.escalation == "robust" else Path(cfg.escalation)
+            self.escalation = EscalationPolicy.load(path)
+            if self.gate is None:
+                log.warning("the escalation policy is calibrated on risk-gate probabilities; the gate is off")
+        self._last_by_rule: dict[str, tuple[float, int]] = {}  # time and severity rank of its last alert
         self._recent: deque[float] = deque()
         self._live = False  # True once fed live seconds: their logs need non-speech corroboration
 
@@ -126,14 +136,16 @@ class SafetyMonitor:
     def _reason(self, time: float) -> list[Alert]:
         segments = list(self.log.segments)
         value, candidates = self._decide([s.text() for s in segments])
-        if not candidates or value < self.config.threshold:
+        level = self.escalation.step(value) if self.escalation is not None else None
+        if not candidates or not self._acts(value, level):
             return []
         if self._live:
             # Live logs are written from perception and ASR. The rule must also win without the
             # words (speech may confirm a rule, never introduce one), someone must be seen, and the
             # evidence must be an act or hazard, not just "1 person is present".
             quiet_value, quiet = self._decide([s.text(with_speech=False) for s in segments])
-            evidence = {c.rule.id: c for c in quiet} if quiet_value >= self.config.threshold else {}
+            quiet_level = None if level is None else self.escalation.would(quiet_value)
+            evidence = {c.rule.id: c for c in quiet} if self._acts(quiet_value, quiet_level) else {}
             actor = any(not s.behavior.startswith(NO_PERSON) for s in segments)
             top = evidence.get(candidates[0].rule.id)
             if not actor or top is None or is_presence(top.sentence):
@@ -150,22 +162,28 @@ class SafetyMonitor:
                 return []
         seg = segments[chosen.segment]
         reason = why or chosen.rule.reason
-        return [Alert(time=time, severity=chosen.rule.severity, rule=chosen.rule.knowledge,
+        severity = chosen.rule.severity if level is None else alert_severity(chosen.rule.severity, level)
+        return [Alert(time=time, severity=severity, rule=chosen.rule.knowledge,
                       reason=f'{reason} Triggered by: "{chosen.sentence}"', tier=tier, score=value,
                       evidence=[f"{seg.time} {seg.location}: {chosen.sentence}".strip()])]
+
+    def _acts(self, value: float, level: str | None) -> bool:
+        """Warn? By the threshold, or (escalation on) unless the policy says watch."""
+        return value >= self.config.threshold if level is None else level != "watch"
 
     # --- cooldown, dedup, rate limit ---------------------------------------------------------------
     def _admit(self, alerts: list[Alert]) -> list[Alert]:
         out = []
         for a in alerts:
             last = self._last_by_rule.get(a.rule)
-            if last is not None and a.time - last < self.config.cooldown_s:
+            rank = SEVERITIES[::-1].index(a.severity)  # an escalation (warning -> critical) passes the cooldown
+            if last is not None and a.time - last[0] < self.config.cooldown_s and rank <= last[1]:
                 continue
             while self._recent and a.time - self._recent[0] >= 60.0:
                 self._recent.popleft()
             if a.severity != "critical" and len(self._recent) >= self.config.max_alerts_per_minute:
                 continue
-            self._last_by_rule[a.rule] = a.time
+            self._last_by_rule[a.rule] = (a.time, rank)
             self._recent.append(a.time)
             out.append(a)
         return out
