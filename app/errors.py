@@ -1,15 +1,5 @@
-"""Error types that map to the CLI's exit statuses (design: 2 = bad input, 1 = internal failure)."""
+"""The CLI's exit statuses and error types; they live at the bottom (`models.errors`) so every layer can use them."""
 
-from __future__ import annotations
+from models.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput, StreamFailed
 
-EXIT_OK = 0
-EXIT_INTERNAL = 1
-EXIT_BAD_INPUT = 2
-
-
-class BadInput(Exception):
-    """The user's input (file, URL, device, option) cannot be used; the message is a one-line reason."""
-
-
-class StreamFailed(BadInput):
-    """A live source failed for good (never connected, or stopped sending past the reconnect budget)."""
+__all__ = ["EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_OK", "BadInput", "StreamFailed"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from app.errors import EXIT_BAD_INPUT, EXIT_OK
+from app.services.settings import add_analysis_flags, parse_args
+from models.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,29 +24,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-type", action="append", dest="allowed_types",
                    help="allowed upload content type (repeat; default: common video and audio types)")
     p.add_argument("--grounder", help="TriSense checkpoint: search also uses the grounding index in --db")
-    p.add_argument("--no-asr", action="store_true", help="skip speech recognition")
-    p.add_argument("--no-tags", action="store_true", help="skip AudioSet sound tags")
-    p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
+    p.add_argument("--source-scheme", action="append", dest="source_schemes", metavar="SCHEME",
+                   help="scheme POST /v1/streams may use (repeat; default rtsp, rtsps, http, https)")
+    p.add_argument("--source-network", action="append", dest="source_networks", metavar="CIDR",
+                   help="network stream sources and webhooks may reach (repeat; replaces the default private "
+                        "LANs 10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)")
+    p.add_argument("--source-host", action="append", dest="source_hosts", metavar="NAME",
+                   help="host name stream sources and webhooks may use ('cam*.lan' allowed; repeat); when given, "
+                        "other names are refused before any DNS lookup")
+    p.add_argument("--no-public-sources", action="store_true",
+                   help="refuse stream sources and webhooks on public (internet) addresses")
+    p.add_argument("--allow-devices", action="store_true", help="let POST /v1/streams open /dev/videoN devices")
+    p.add_argument("--trusted-host", action="append", dest="trusted_hosts", metavar="HOST",
+                   help="accept only requests with this Host header (repeat; '*.example.org' allowed)")
+    p.add_argument("--metrics-need-key", action="store_true", help="/metrics needs the API key too")
     p.add_argument("--log-level", default="warning")
+    add_analysis_flags(p)
     return p
 
 
 def make_settings(args: argparse.Namespace):
-    from app.api.settings import DEFAULT_CONTENT_TYPES, Settings
-    from pipelines.analyze import AnalyzeOptions
-    from pipelines.stages import StageConfig
+    from app.services.settings import Settings
 
-    if not 0 < args.fps <= 30:
-        raise ValueError("--fps must be in (0, 30]")
-    if args.max_upload_mb <= 0:
-        raise ValueError("--max-upload-mb must be positive")
-    options = AnalyzeOptions(stages=StageConfig(asr=not args.no_asr, tags=not args.no_tags), sample_fps=args.fps)
-    return Settings(db_path=Path(args.db), upload_dir=Path(args.uploads) if args.uploads else None,
-                    api_key=args.api_key, max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
-                    max_duration_s=args.max_duration, max_queue=args.max_queue, parallel=args.parallel,
-                    max_streams=args.max_streams, options=options,
-                    allowed_content_types=tuple(args.allowed_types or DEFAULT_CONTENT_TYPES),
-                    grounder_checkpoint=Path(args.grounder) if args.grounder else None)
+    return Settings.from_args(args)
 
 
 def serve_main(argv: list[str]) -> int:
@@ -55,14 +55,15 @@ def serve_main(argv: list[str]) -> int:
 
     from app.api import create_app
 
-    args = build_parser().parse_args(argv)
     try:
+        parser = build_parser()
+        args = parse_args(parser, argv, {"serve": (parser, ("analysis", "serve"))})
         settings = make_settings(args)
         if not settings.db_path.parent.exists():
             raise ValueError(f"--db folder {settings.db_path.parent} does not exist")
         if settings.grounder_checkpoint is not None and not settings.grounder_checkpoint.is_file():
             raise FileNotFoundError(f"--grounder {settings.grounder_checkpoint} is not a file")
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, BadInput) as exc:
         print(f"foresight serve: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level,

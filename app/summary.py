@@ -16,10 +16,19 @@ def render_summary(result: dict, max_events: int = 25) -> str:
     timings = result.get("timings", {})
     lines.append(f"{result.get('source')}  {dur:.1f} s, {av}; analyzed in {timings.get('wall_s', 0):.1f} s "
                  f"({timings.get('realtime_factor') or 0:.1f}x real time)")
+    stages = sorted(((k[:-2], v) for k, v in (timings.get("stages") or {}).items() if v >= 0.05), key=lambda kv: -kv[1])
+    if stages:
+        lines.append("time in: " + ", ".join(f"{name} {v:.1f} s" for name, v in stages[:6]))
     ingest = result.get("ingest") or {}
     if ingest.get("reconnects") or ingest.get("frames_dropped") or ingest.get("lost_seconds"):
         lines.append(f"stream: {ingest.get('reconnects', 0)} reconnects, {ingest.get('lost_seconds', 0):.1f} s lost, "
                      f"{ingest.get('frames_dropped', 0)} frames dropped")
+    until, errors = ingest.get("analysed_until"), ingest.get("decode_errors") or 0
+    if until is not None and dur and until < dur - 1.0 and not ingest.get("lost_seconds"):
+        lines.append(f"incomplete: only the first {until:.1f} s of {dur:.1f} s could be analysed"
+                     + (f" ({errors} undecodable packets)" if errors else ""))
+    elif errors:
+        lines.append(f"warning: {errors} packets could not be decoded and were skipped")
     for w in ingest.get("warnings", []):
         lines.append(f"warning: {w}")
     events = result.get("events", [])

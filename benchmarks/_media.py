@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipelines.synth import RATE, ClipSpec, ken_burns, place, sample_image, sound, speak, write_clip
+from training.media.synth import RATE, ClipSpec, ken_burns, place, sample_image, sound, speak, write_clip
 
 ROOT = Path(__file__).resolve().parents[1]
 

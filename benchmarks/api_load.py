@@ -26,7 +26,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from pipelines.synth import RATE, ClipSpec, place, speak, tone, write_clip  # noqa: E402
+from training.media.synth import RATE, ClipSpec, place, speak, tone, write_clip  # noqa: E402
 
 
 def build_clip(path: Path, seconds: float) -> Path:

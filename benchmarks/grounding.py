@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from models.trisense.features import ClipFeatures  # noqa: E402
 from models.trisense.grounder import Grounder  # noqa: E402
-from models.trisense.index import GroundingIndex  # noqa: E402
 from models.trisense.modeling_trisense import TriSenseConfig, TriSenseModel  # noqa: E402
+from pipelines.sinks.grounding_index import GroundingIndex  # noqa: E402
 
 QUERIES = [
     "someone asks for a password", "a dog barks while a car passes", "the moment the alarm starts",

@@ -12,13 +12,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-import ray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._media import long_clip  # noqa: E402
-from pipelines.analyze import AnalyzeOptions, Pipeline  # noqa: E402
-from pipelines.runtime import ensure_ray  # noqa: E402
-from tests.conftest import RtspServer  # noqa: E402
+from pipelines import AnalyzeOptions, Pipeline  # noqa: E402
+from pipelines.spine.runtime import ensure_ray  # noqa: E402
+from training.media.loopback import RtspServer  # noqa: E402
 
 
 def main() -> None:
@@ -32,7 +31,7 @@ def main() -> None:
         pipe = Pipeline(server.url, AnalyzeOptions(duration_s=args.seconds, rtsp_transport="udp"))
         t0 = time.time()
         result = pipe.wait(show_progress=True)
-        lat = np.array(ray.get(pipe.sink.latencies.remote()))
+        lat = np.array(pipe.latencies())
         pipe.close()
     finally:
         server.kill()

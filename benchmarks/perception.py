@@ -44,10 +44,10 @@ def main() -> None:
     cv2.setNumThreads(1)
     from models.audio.asr import make_recognizer
     from models.encoders.audio_features import AudioFeatureConfig, AudioFeatures, log_mel
-    from models.encoders.cache import iter_segments
     from models.encoders.embedded import EmbeddedEncoder
     from models.encoders.speech_embed import SpeechEmbedder
     from models.encoders.visual import VisualAnalyzer
+    from pipelines.media.segmenter import iter_segments
 
     clip = long_clip(args.minutes)
     t0 = time.perf_counter()

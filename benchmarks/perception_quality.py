@@ -36,7 +36,7 @@ PICTURE_S = 3.0
 
 
 def build(path: Path) -> dict:
-    from pipelines.synth import ClipSpec, ken_burns, place, sample_image, sound, speak, write_clip
+    from training.media.synth import ClipSpec, ken_burns, place, sample_image, sound, speak, write_clip
 
     track_parts: list[tuple[str, float, np.ndarray]] = []
     t = 1.0
@@ -104,8 +104,8 @@ def main() -> None:
     torch.set_num_threads(1)
     from models.audio.asr import make_recognizer
     from models.audio.vad import StreamingVAD
-    from models.encoders.cache import iter_segments
     from models.encoders.embedded import EmbeddedEncoder
+    from pipelines.media.segmenter import iter_segments
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "quality.mp4"

@@ -22,10 +22,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from models import prefm  # noqa: E402
 from models.prefm.modeling_prefm import PreFM, PreFMConfig, preset  # noqa: E402
 from models.prefm.online import OnlineParser, clap_frame_bounds  # noqa: E402
 
-SHIPPED = Path(__file__).resolve().parents[1] / "models" / "prefm" / "checkpoints" / "embedded_llp.pt"
+SHIPPED = prefm.SHIPPED_CHECKPOINT
 
 
 def time_steps(model: PreFM, steps: int, warmup: int = 5) -> float:

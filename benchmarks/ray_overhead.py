@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._media import long_clip  # noqa: E402
-from pipelines.analyze import analyze, analyze_inline  # noqa: E402
-from pipelines.runtime import ensure_ray  # noqa: E402
+from pipelines import analyze, analyze_inline  # noqa: E402
+from pipelines.spine.runtime import ensure_ray  # noqa: E402
 
 
 def main() -> None:

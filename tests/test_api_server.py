@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from pipelines.results import stable_view
-from tests.api_server import ApiServer, wait_job
-from tests.conftest import free_port, run_cli
+from pipelines.sinks.results import stable_view
+from tests.helpers.api_server import ApiServer, wait_job
+from tests.helpers.cli import free_port, run_cli
 
 KEY = "test-key-123"
 MAX_QUEUE = 10
@@ -21,7 +21,7 @@ MAX_QUEUE = 10
 def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("api")
     srv = ApiServer(folder / "f.db", free_port(), "--max-upload-mb", "3", "--max-duration", "120",
-                    "--max-queue", str(MAX_QUEUE), api_key=KEY)
+                    "--max-queue", str(MAX_QUEUE), "--source-network", "127.0.0.0/8", api_key=KEY)
     try:
         srv.wait_ready()
         yield srv
@@ -34,7 +34,7 @@ def short_clip(media_dir):
     """A 4-second clip: two seconds of a tone, then silence (fast to analyse, for the concurrency tests)."""
     import numpy as np
 
-    from pipelines.synth import RATE, ClipSpec, tone, write_clip
+    from training.media.synth import RATE, ClipSpec, tone, write_clip
 
     path = media_dir / "short.mp4"
     audio = np.concatenate([tone(880, 2.0), np.zeros(2 * RATE, np.float32)])
@@ -174,8 +174,12 @@ def test_stream_feed_delivers_live_events_from_rtsp(server, rtsp_server):
     with server.client() as c:
         assert c.post("/v1/streams", json={"source": "/etc/passwd"}).status_code == 400
         r = c.post("/v1/streams", json={"source": rtsp_server.url, "rtsp_transport": "udp"})
-        assert r.status_code == 201, r.text
+        assert r.status_code == 202 and r.json()["status"] == "starting", r.text
         stream = r.json()
+        deadline = time.time() + 300  # model actors load in the background (slow on a loaded machine)
+        while c.get(f"/v1/streams/{stream['id']}").json()["status"] == "starting" and time.time() < deadline:
+            time.sleep(0.5)
+        assert c.get(f"/v1/streams/{stream['id']}").json()["status"] == "running", server.tail()
         kinds, received, deadline = set(), [], time.time() + 120
         with c.stream("GET", stream["events_url"], timeout=httpx.Timeout(10, read=90)) as feed:
             assert feed.headers["content-type"].startswith("text/event-stream")
@@ -206,3 +210,26 @@ def test_stream_feed_delivers_live_events_from_rtsp(server, rtsp_server):
         assert job["kind"] == "stream" and job["status"] == "done"
         result = c.get(f"/v1/jobs/{stream['job_id']}/result").json()
         assert result["events"] and result["source"] == rtsp_server.url
+
+
+@pytest.mark.slow
+def test_unreachable_stream_answers_202_at_once_and_credentials_never_show(server):
+    secret_url = f"rtsp://admin:pw-s3cret@127.0.0.1:{free_port()}/cam?token=tok-s3cret"
+    with server.client() as c:
+        started = time.monotonic()
+        r = c.post("/v1/streams", json={"source": secret_url})
+        assert r.status_code == 202 and time.monotonic() - started < 5, r.text
+        stream = r.json()
+        seen = [r.text, c.get("/v1/streams").text, c.get("/metrics").text]
+        deadline = time.time() + 400
+        while (info := c.get(f"/v1/streams/{stream['id']}").json())["status"] in ("starting", "running") \
+                and time.time() < deadline:
+            seen.append(c.get("/metrics").text)
+            time.sleep(1)
+        seen += [str(info), c.get(f"/v1/jobs/{stream['job_id']}").text]
+        assert info["status"] == "failed" and info["error"] == "source refused or unreachable", info
+        c.delete(f"/v1/streams/{stream['id']}")
+    seen.append(server.tail())
+    seen += [p.read_bytes().decode("latin-1") for p in server.db.parent.glob(server.db.name + "*")]
+    assert not any("s3cret" in text for text in seen)
+    assert "rtsp://***@127.0.0.1" in r.text and "token=***" in r.text

@@ -12,10 +12,10 @@ import time
 import numpy as np
 import pytest
 
-from pipelines.results import stable_view
-from pipelines.store import Store
-from pipelines.synth import RATE, ClipSpec, place, speak, write_clip
-from tests.conftest import FORESIGHT, ROOT, run_cli
+from pipelines.sinks.results import stable_view
+from pipelines.sinks.store import Store
+from tests.helpers.cli import FORESIGHT, ROOT, run_cli
+from training.media.synth import RATE, ClipSpec, place, speak, write_clip
 
 SENTENCES = ["The red car is parked outside.", "Open the window please.", "My password is secret.",
              "The dog is barking loudly.", "Turn off the kitchen lights."]
@@ -96,3 +96,21 @@ def test_batch_outputs_failures_and_resume_after_sigkill(clip_folder, tmp_path):
     assert stable_lines(resumed / "results.jsonl") == lines
     store = Store(resumed / "foresight.db")
     assert store.count_jobs(["done"]) == 5 and store.count_jobs(["failed"]) == 1
+
+
+def test_identical_files_share_the_analysis_but_keep_their_own_results(tmp_path):
+    folder, out = tmp_path / "copies", tmp_path / "out"
+    folder.mkdir()
+    write_clip(folder / "a.mp4", ClipSpec(2.0, 5, 64, 48, lambda t: np.full((48, 64, 3), 99, np.uint8),
+                                          np.zeros(2 * RATE, np.float32)))
+    for name in ("b.mp4", "c.mp4", "sub/d.mp4"):
+        (folder / name).parent.mkdir(exist_ok=True)
+        (folder / name).write_bytes((folder / "a.mp4").read_bytes())
+    names = ["a.mp4", "b.mp4", "c.mp4", "sub/d.mp4"]
+    flags = ("--no-asr", "--no-tags", "--no-visual", "--no-safety", "-q")
+    for _ in range(2):  # the second run takes everything from the store, as a rerun after a kill would
+        proc = run_cli("batch", str(folder), "--out", str(out), *flags, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert [json.loads(line)["source"] for line in (out / "results.jsonl").read_text().splitlines()] == names
+        assert all(json.loads((out / (n + ".json")).read_text())["source"] == n for n in names)
+    assert Store(out / "foresight.db").count_jobs(["done"]) == 1

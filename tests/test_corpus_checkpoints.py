@@ -3,19 +3,17 @@ feature sizes, and (slow) find the events of a freshly composed and encoded clip
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from models import prefm, trisense
 from models.encoders.audio_features import AUDIO_DIM
 from models.encoders.visual import VISUAL_DIM
 from models.prefm.labels import LLP_CLASSES, LLP_INDEX
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-ROOT = Path(__file__).resolve().parents[1]
-PREFM_CKPT = ROOT / "models" / "prefm" / "checkpoints" / "embedded_llp.pt"
-GROUNDER_CKPT = ROOT / "models" / "trisense" / "checkpoints" / "embedded.pt"
+PREFM_CKPT = prefm.SHIPPED_CHECKPOINT
+GROUNDER_CKPT = trisense.SHIPPED_CHECKPOINT
 
 
 def test_checkpoints_are_small_enough_for_the_repo():
@@ -75,10 +73,11 @@ def test_shipped_models_find_the_events_of_a_new_composed_clip(tmp_path):
     """End to end on a clip never seen in training (its own seed): compose, encode, parse, ground."""
     import torch
 
-    from models.encoders.cache import encode_file
     from models.encoders.registry import get_encoder
     from models.prefm.online import load_checkpoint, predict_windows
-    from training.corpus.compose import compose_clip, render_clip, second_labels
+    from pipelines.sinks.feature_cache import encode_file
+    from training.corpus.compose import compose_clip, render_clip
+    from training.corpus.truth import second_labels
 
     torch.set_num_threads(1)
     truth = next(t for t, _ in (compose_clip(f"n{i}", "test", 977, i) for i in range(20))
@@ -106,7 +105,8 @@ def test_experiments_can_ship_prefm_alone_stamped_with_its_corpus(tmp_path, monk
     import torch
 
     from training.corpus import experiments
-    from training.corpus.compose import assign_splits, clip_ids, compose_clip, write_split_files
+    from training.corpus.compose import assign_splits, compose_clip
+    from training.corpus.layout import clip_ids, write_split_files
 
     corpus, runs = tmp_path / "corpus_v2", tmp_path / "runs"
     n, seed = 10, 1

@@ -8,16 +8,11 @@ import numpy as np
 import pytest
 
 from models.prefm.labels import LLP_INDEX
-from pipelines.synth import RATE, load_audio
-from training.corpus.compose import (
-    NOISE_LEVEL,
-    ClipTruth,
-    audible_extent,
-    compose_clip,
-    compose_corpus,
-    render_clip,
-    second_labels,
-)
+from training.corpus.compose import compose_clip, compose_corpus, render_clip
+from training.corpus.mixing import audible_extent
+from training.corpus.scripts import NOISE_LEVEL
+from training.corpus.truth import ClipTruth, second_labels
+from training.media.synth import RATE, load_audio
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

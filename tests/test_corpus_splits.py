@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from training.corpus.compose import assign_splits, clip_ids, compose_clip
+from models import prefm, trisense
+from training.corpus.compose import assign_splits, compose_clip
+from training.corpus.layout import clip_ids
 from training.corpus.sources import PICTURES, SENTENCES, SOUNDS, SPEECH_TEMPLATES, sentences_for
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-ROOT = Path(__file__).resolve().parents[1]
-PREFM_CKPT = ROOT / "models" / "prefm" / "checkpoints" / "embedded_llp.pt"
-GROUNDER_CKPT = ROOT / "models" / "trisense" / "checkpoints" / "embedded.pt"
+PREFM_CKPT = prefm.SHIPPED_CHECKPOINT
+GROUNDER_CKPT = trisense.SHIPPED_CHECKPOINT
 
 
 def test_split_assignment_is_deterministic_and_by_clip():

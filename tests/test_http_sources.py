@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from pipelines.ingest import SegmentReader
-from pipelines.sources import SourceKind, parse_source
+from pipelines.media.ingest import SegmentReader
+from pipelines.media.sources import SourceKind, parse_source
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +56,8 @@ def test_hls_playlist_is_live_by_default_and_decodes(http_root, demo_clip):
 
 
 def test_http_404_is_bad_input(http_root):
-    from app.errors import BadInput
-    from pipelines.analyze import probe
+    from models.errors import BadInput
+    from pipelines.spine.pipeline import probe
 
     with pytest.raises(BadInput, match="cannot open|not found|invalid"):
         probe(parse_source(f"{http_root}/missing.mp4"))

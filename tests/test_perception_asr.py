@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import BadInput
 from models.audio.asr import (
     FasterWhisperRecognizer,
     TranscriptSegment,
@@ -17,6 +16,7 @@ from models.audio.asr import (
     make_recognizer,
     whisper_base_dir,
 )
+from models.errors import BadInput
 
 RATE = 16_000
 
@@ -35,7 +35,7 @@ def wer(ref: str, hyp: str) -> float:
 
 @pytest.fixture(scope="module")
 def spoken():
-    from pipelines.synth import speak
+    from training.media.synth import speak
 
     text = "The phone is ringing in the kitchen. Please check the front door."
     return text, speak(text)
@@ -140,7 +140,7 @@ def test_transformers_whisper_missing_model_names_the_fix(tmp_path, monkeypatch)
 def test_vad_finds_speech_and_splits_a_long_span():
     """Silero VAD on espeak speech fed second by second: one span, restarted where the stage cut it."""
     from models.audio.vad import StreamingVAD
-    from pipelines.synth import speak
+    from training.media.synth import speak
 
     speech = speak("The quick brown fox jumps over the lazy dog while the kettle boils in the kitchen "
                    "and the radio plays a song about the sea.", words_per_minute=140)

@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from app.errors import BadInput
 from models.encoders.audio_features import AUDIO_DIM, AudioFeatures, log_mel, mel_filterbank
 from models.encoders.registry import get_encoder
 from models.encoders.visual import VISUAL_DIM, VisualAnalyzer, posture
-from pipelines.synth import ken_burns, sample_image, sound, speak
+from models.errors import BadInput
+from training.media.synth import ken_burns, sample_image, sound, speak
 
 RATE = 16_000
 
@@ -228,7 +228,7 @@ def test_hf_refuses_a_checkpoint_of_the_wrong_kind(tiny_hf, monkeypatch):
 
 @pytest.fixture(scope="module")
 def short_clip(tmp_path_factory):
-    from pipelines.synth import ClipSpec, place, write_clip
+    from training.media.synth import ClipSpec, place, write_clip
 
     img = ken_burns(sample_image("camera"), 320, 180, 0.5)
     track = np.zeros(4 * RATE, np.float32)
@@ -239,10 +239,10 @@ def short_clip(tmp_path_factory):
 
 
 def test_cache_embedded_layout_hash_and_version(short_clip, tmp_path):
-    from models.encoders.cache import FeatureCache
     from models.encoders.embedded import EmbeddedEncoder
     from models.encoders.visual import VisualConfig
     from models.trisense.features import ClipFeatures
+    from pipelines.sinks.feature_cache import FeatureCache
 
     enc = EmbeddedEncoder(VisualConfig(pose=False, faces=False))
     cache = FeatureCache(tmp_path)
@@ -272,7 +272,7 @@ def test_cache_embedded_layout_hash_and_version(short_clip, tmp_path):
 
 
 def test_cache_hf_layout_is_prefm_clip_clap(short_clip, tiny_hf, tmp_path, monkeypatch):
-    from models.encoders.cache import FeatureCache
+    from pipelines.sinks.feature_cache import FeatureCache
 
     root, _, _ = tiny_hf
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

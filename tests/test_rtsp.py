@@ -13,10 +13,9 @@ import time
 import pytest
 import ray
 
-from pipelines.analyze import AnalyzeOptions, Pipeline
-from pipelines.ingest import ReconnectPolicy
-from pipelines.stages import StageConfig
-from tests.conftest import FORESIGHT, ROOT
+from pipelines import AnalyzeOptions, Pipeline, StageConfig
+from pipelines.media.ingest import ReconnectPolicy
+from tests.helpers.cli import FORESIGHT, ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -59,10 +58,10 @@ def test_stage_actor_crash_restarts_and_stream_goes_on(rtsp_server, ray_runtime)
     pipe = Pipeline(rtsp_server.url, live_options(duration=12.0))
     try:
         wait_position(pipe, 3.0)
-        old_pid = ray.get(pipe.speech.pid.remote())
+        old_pid = ray.get(pipe.actors["speech"].pid.remote())
         os.kill(old_pid, signal.SIGKILL)
         result = pipe.wait()
-        new_pid = ray.get(pipe.speech.pid.remote())
+        new_pid = ray.get(pipe.actors["speech"].pid.remote())
         latencies = ray.get(pipe.sink.latencies.remote())
     finally:
         pipe.close()

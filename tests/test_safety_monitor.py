@@ -7,12 +7,12 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from models.safety import SafetyConfig, SafetyMonitor, SecondSignals
-from models.safety.cli import KEYS, eval_main
 from models.safety.knowledge import load_rules
 from models.safety.logparse import Segment, parse_log
 from models.safety.monitor import Alert
-from models.safety.replay import replay
 from models.safety.retrieval import RuleRetriever
+from training.safety.cli import KEYS, eval_main
+from training.safety.replay import replay
 
 GAS = "Gas water heaters should not be installed in the living room, bathroom, or restroom."
 BENIGN = [Segment("07:00 AM", "Kitchen", "A kettle and bread on the counter.", "She makes tea and eats toast."),
@@ -265,9 +265,9 @@ def test_shipped_hub_correction_is_reproducible(tmp_path):
     """`fit_gate --background` rebuilds data/background.npz: its TF-IDF part from the dev logs' opening segments."""
     import numpy as np
 
-    from models.safety.fit_gate import fit_background
     from models.safety.knowledge import load_scenarios, pasbench_dir
     from models.safety.retrieval import BACKGROUND_FILE
+    from training.safety.fit_gate import fit_background
     if not (pasbench_dir() / "text_logs_dev.json").is_file():
         pytest.skip("PaSBench dev logs absent")
     scenarios = load_scenarios()

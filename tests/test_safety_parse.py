@@ -6,7 +6,7 @@ import pytest
 
 from models.safety.knowledge import load_rules, load_scenarios, pasbench_dir
 from models.safety.logparse import parse_log, render_log
-from models.safety.perturb import perturb_log
+from training.safety.perturb import perturb_log
 
 VARIANTS = {
     "brackets": "[LOG START]\n[Time] 06:30 AM\n[Location] Bedroom\n[Environmental Observation] Dim light.\n"

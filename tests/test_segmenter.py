@@ -8,9 +8,9 @@ import av
 import numpy as np
 import pytest
 
-from pipelines.ingest import SegmentReader
-from pipelines.sources import parse_source
-from pipelines.synth import ClipSpec, flash_tone_clip, tone, write_clip
+from pipelines.media.ingest import SegmentReader
+from pipelines.media.sources import parse_source
+from training.media.synth import ClipSpec, flash_tone_clip, tone, write_clip
 
 
 def read_all(path) -> tuple[list, SegmentReader]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from pipelines.synth import DEMO_TEXT
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
+from training.media.synth import DEMO_TEXT
 
 
 def words(text: str) -> list[str]:
@@ -58,8 +58,7 @@ def test_cli_analyze_demo_clip_end_to_end(tmp_path, demo_clip):
 
 
 def test_tag_events_without_prefm(demo_clip):
-    from pipelines.analyze import AnalyzeOptions, analyze_inline
-    from pipelines.stages import StageConfig
+    from pipelines import AnalyzeOptions, StageConfig, analyze_inline
 
     path, truth = demo_clip
     result = analyze_inline(str(path), AnalyzeOptions(stages=StageConfig(events_model="tags", asr=False, safety=False)))
@@ -70,9 +69,7 @@ def test_tag_events_without_prefm(demo_clip):
 
 
 def test_queries_and_standing_queries_fill_moments(demo_clip):
-    from pipelines.analyze import AnalyzeOptions, analyze_inline
-    from pipelines.grounding import GroundingConfig
-    from pipelines.stages import StageConfig
+    from pipelines import AnalyzeOptions, GroundingConfig, StageConfig, analyze_inline
 
     path, truth = demo_clip
     options = AnalyzeOptions(stages=StageConfig(safety=False), grounding=GroundingConfig(
@@ -93,10 +90,9 @@ def test_queries_and_standing_queries_fill_moments(demo_clip):
 
 
 def test_clip_features_are_indexed_for_search_over_everything_stored(demo_clip, tmp_path):
-    from models.trisense.index import GroundingIndex
-    from pipelines.analyze import AnalyzeOptions, analyze_inline
-    from pipelines.grounding import GroundingConfig, load_grounder
-    from pipelines.stages import StageConfig
+    from pipelines import AnalyzeOptions, GroundingConfig, StageConfig, analyze_inline
+    from pipelines.sinks.grounding_index import GroundingIndex
+    from pipelines.stages.grounding import load_grounder
 
     path, truth = demo_clip
     db = tmp_path / "store.db"
@@ -108,3 +104,20 @@ def test_clip_features_are_indexed_for_search_over_everything_stored(demo_clip, 
     assert hits and hits[0].to_dict()["source_id"] == "demo"
     best = hits[0].to_dict()
     assert best["start"] < truth.phone[1] + 2 and best["end"] > truth.phone[0] - 2, best
+
+
+def test_ray_and_inline_runners_give_identical_results(tmp_path, ray_runtime):
+    """One stage graph, two runners: the Ray actors and the inline runner return the same result, byte for byte
+    (timings aside), with every node of the graph present (grounding included)."""
+    from pipelines import AnalyzeOptions, GroundingConfig, analyze, analyze_inline
+    from pipelines.spine import graph
+    from training.media.synth import flash_tone_clip
+
+    clip = flash_tone_clip(tmp_path / "flash.mp4", duration_s=6.0, event_s=(2.0, 4.0))
+    options = AnalyzeOptions(grounding=GroundingConfig(queries=["a short beep"], standing=["a short beep"],
+                                                       check_every_s=2, fire_threshold=0.0))
+    assert [n.name for n in graph.nodes(options)] == [n.name for n in graph.GRAPH]
+    on_ray, inline = analyze(str(clip), options), analyze_inline(str(clip), options)
+    assert on_ray["seconds"] and on_ray["moments"] and on_ray["ingest"]["segments_emitted"] == 6
+    same = [{k: v for k, v in r.items() if k != "timings"} for r in (on_ray, inline)]
+    assert json.dumps(same[0], sort_keys=True) == json.dumps(same[1], sort_keys=True)

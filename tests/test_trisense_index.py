@@ -8,9 +8,9 @@ import torch
 
 from models.trisense.features import ClipFeatures
 from models.trisense.grounder import Grounder
-from models.trisense.index import GroundingIndex
 from models.trisense.modeling_trisense import TriSenseConfig, TriSenseModel
 from models.trisense.text import default_text_encoder
+from pipelines.sinks.grounding_index import GroundingIndex
 
 torch.set_num_threads(1)
 QUERY = "a red car drives past the camera"
@@ -94,7 +94,7 @@ def test_persistence_and_reindex_on_model_change(tmp_path, grounder):
     path = tmp_path / "g.db"
     index = GroundingIndex(path, grounder)
     index.add("a", make_clip(rng, 40))
-    n_windows = index.conn.execute("SELECT COUNT(*) FROM grounding_windows").fetchone()[0]
+    n_windows = len(index.store.grounding_windows())
     index.close()
     reopened = GroundingIndex(path, grounder)
     assert reopened.source_ids() == ["a"] and reopened.search(QUERY, top_k=1)
@@ -103,7 +103,7 @@ def test_persistence_and_reindex_on_model_change(tmp_path, grounder):
     with torch.no_grad():
         other.model.coarse.seconds["visual"].weight.mul_(-1.0)
     rebuilt = GroundingIndex(path, other)
-    vec_rows = rebuilt.conn.execute("SELECT COUNT(*) FROM grounding_windows").fetchone()[0]
+    vec_rows = len(rebuilt.store.grounding_windows())
     assert vec_rows == n_windows
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT value FROM grounding_meta WHERE key='model'").fetchone()[0] != ""

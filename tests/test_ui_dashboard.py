@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.store import Store
+from pipelines.sinks.store import Store
 from ui.data import (
     LiveState,
     detections_text,

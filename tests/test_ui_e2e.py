@@ -13,8 +13,8 @@ import time
 import httpx
 import pytest
 
-from tests.cdp import Chromium
-from tests.conftest import ROOT, free_port
+from tests.helpers.cdp import Chromium
+from tests.helpers.cli import ROOT, free_port
 
 
 @pytest.fixture

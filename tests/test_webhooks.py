@@ -9,11 +9,10 @@ import threading
 import numpy as np
 import pytest
 
-from pipelines.analyze import AnalyzeOptions, analyze_inline
-from pipelines.stages import StageConfig
-from pipelines.synth import ClipSpec, write_clip
-from pipelines.webhooks import WebhookConfig
-from tests.conftest import free_port
+from pipelines import AnalyzeOptions, StageConfig, analyze_inline
+from pipelines.sinks.webhooks import WebhookConfig
+from tests.helpers.cli import free_port
+from training.media.synth import ClipSpec, write_clip
 
 
 @pytest.fixture
@@ -66,3 +65,12 @@ def test_dead_webhook_is_counted_not_fatal(dark_clip):
 def test_bad_webhook_url_is_rejected():
     with pytest.raises(ValueError, match="http"):
         WebhookConfig(url="ftp://example/hook")
+
+
+def test_failed_deliveries_are_reported_and_fatal_when_strict(dark_clip):
+    from tests.helpers.cli import run_cli
+
+    proc = run_cli("analyze", str(dark_clip), "--no-asr", "--no-tags", "--events", "tags", "--quiet",
+                   "--webhook", f"http://127.0.0.1:{free_port()}/hook", "--strict-webhooks", timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "webhook deliveries failed" in proc.stderr and "Traceback" not in proc.stderr

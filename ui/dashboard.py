@@ -12,9 +12,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from app.api.uploads import UploadRejected
-from app.errors import BadInput
-from pipelines.store import Store
+from app.services.uploads import UploadRejected
+from models.errors import BadInput
+from pipelines.sinks.store import Store
 from ui import backend
 from ui.data import (
     LiveState,
@@ -134,10 +134,8 @@ def show_panels(events, transcript, alerts, duration, health: dict | None, live:
 if state.live is not None:
     @st.fragment(run_every=1.0)
     def live_view() -> None:
-        import ray
-
         pipeline, job_id, live = state.live
-        live.update(ray.get(pipeline.sink.feed_since.remote(live.seq)))
+        live.update(pipeline.feed(live.seq))
         prog = pipeline.progress()
         st.caption(f"live: {pipeline.spec.name} at {fmt_time(live.time)}")
         show_panels(live.events, live.transcript, live.alerts, live.time, prog["stats"], live)

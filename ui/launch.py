@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.errors import EXIT_BAD_INPUT
+from models.errors import EXIT_BAD_INPUT, BadInput
 
 APP = Path(__file__).resolve().with_name("dashboard.py")
 ROOT = APP.parents[1]
@@ -20,6 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--db", default="foresight.db", help="SQLite store shared with `foresight serve` (default ./foresight.db)")
     p.add_argument("--max-upload-mb", type=int, default=512, help="largest file the upload widget takes")
+    p.add_argument("--config", metavar="FILE", help="TOML file of defaults for these flags (keys: long flag names); "
+                   "also $FORESIGHT_CONFIG")
     return p
 
 
@@ -32,7 +34,14 @@ def streamlit_command(args: argparse.Namespace) -> list[str]:
 
 def dashboard_main(argv: list[str]) -> int:
     """Parse `argv`, then run `streamlit run ui/dashboard.py` in the foreground until interrupted."""
-    args = build_parser().parse_args(argv)
+    from app.services.settings import parse_args
+
+    try:
+        parser = build_parser()
+        args = parse_args(parser, argv, {"dashboard": (parser, ("dashboard",))})
+    except BadInput as exc:
+        print(f"foresight dashboard: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     db = Path(args.db).expanduser().resolve()
     if not db.parent.is_dir():
         print(f"foresight dashboard: error: --db folder {db.parent} does not exist", file=sys.stderr)

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from app.api import guards
 from app.api.context import Services
-from app.api.jobs import JobManager
+from app.api.guards import BodyLimits
 from app.api.metrics import Metrics
 from app.api.routers import jobs, search, streams, system
-from app.api.search import SearchService, TextMatcher
-from app.api.settings import Settings
-from app.api.streams import StreamManager
-from pipelines.store import Store
+from app.services.jobs import JobManager
+from app.services.search import SearchService, TextMatcher
+from app.services.settings import Settings
+from app.services.streams import StreamManager
+from pipelines.sinks.store import Store
+from pipelines.spine.reaper import start_reaper
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -26,14 +31,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         store = Store(settings.db_path)
         settings.upload_dir.mkdir(parents=True, exist_ok=True)
         job_manager = JobManager(store, settings.db_path, settings.options, settings.max_queue, settings.parallel,
-                                 settings.keep_uploads, settings.grounder_checkpoint)
+                                 settings.keep_uploads, settings.grounder_checkpoint, settings.upload_dir)
         stream_manager = StreamManager(store, str(settings.db_path), settings.stream_options or settings.options,
-                                       settings.max_streams)
+                                       settings.max_streams, policy=settings.source_policy)
         metrics = Metrics(job_manager, stream_manager)
         job_manager.on_finish = lambda status, seconds: metrics.job_seconds.observe(seconds)
         app.state.services = Services(settings, store, job_manager, stream_manager,
                                       SearchService(store, job_manager.grounder), metrics)
         job_manager.start()
+        if not os.environ.get("RAY_ADDRESS"):  # a local cluster ends with this server, even after kill -9
+            start_reaper()
         # Load the search encoder now rather than on the first query (seconds on a small machine).
         threading.Thread(target=lambda: TextMatcher.encoder().encode("warm up"), daemon=True).start()
         try:
@@ -49,14 +56,28 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.middleware("http")
     async def observe(request: Request, call_next):
         started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
         services = getattr(request.app.state, "services", None)
-        if services is not None and not (path.endswith("/events") and response.status_code == 200):
-            services.metrics.requests.labels(request.method, path, str(response.status_code)).observe(
-                time.perf_counter() - started)
+
+        def record(status: int) -> None:  # labels are bounded: known methods and declared routes only
+            path = getattr(request.scope.get("route"), "path", "other")
+            if services is not None and not (path.endswith("/events") and status == 200):
+                services.metrics.requests.labels(guards.method_label(request.method), path, str(status)).observe(
+                    time.perf_counter() - started)
+                if status >= 500:
+                    services.metrics.server_errors.inc()
+
+        try:
+            response = await call_next(request)
+        except Exception:
+            record(500)
+            raise
+        record(response.status_code)
         return response
+
+    guards.install(app)
+    app.add_middleware(BodyLimits, max_bytes=settings.max_json_bytes, timeout_s=settings.body_timeout_s)
+    if settings.trusted_hosts:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.trusted_hosts))
 
     for module in (system, jobs, streams, search):
         app.include_router(module.router)

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 from fastapi import HTTPException, Request
 
-from app.api.jobs import JobManager
 from app.api.metrics import Metrics
-from app.api.search import SearchService
-from app.api.settings import Settings
-from app.api.streams import StreamManager
-from pipelines.store import Store
+from app.services.jobs import JobManager
+from app.services.search import SearchService
+from app.services.settings import Settings
+from app.services.streams import StreamManager
+from pipelines.sinks.store import Store
 
 
 @dataclass

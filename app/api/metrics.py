@@ -12,8 +12,8 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from app.api.jobs import JobManager
-from app.api.streams import StreamManager
+from app.services.jobs import JobManager
+from app.services.streams import StreamManager
 
 
 class ForesightCollector:
@@ -83,6 +83,8 @@ class Metrics:
         self.requests = Histogram("foresight_http_request_seconds", "HTTP request latency", ["method", "route", "status"],
                                   registry=self.registry,
                                   buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+        self.server_errors = Counter("foresight_http_server_errors", "Responses with status 500 or above",
+                                     registry=self.registry)
         self.rejected = Counter("foresight_uploads_rejected", "Uploads refused, by HTTP status", ["status"],
                                 registry=self.registry)
         self.job_seconds = Histogram("foresight_job_seconds", "Upload job time from submit to result",

@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import unicodedata
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+
+def _text(value: str) -> str:
+    """Refuse what no sane client sends and what breaks encoders later: lone surrogates and control characters."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _words(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must contain a non-blank character")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_text)]
 JobStatusName = Literal["queued", "running", "done", "failed"]
 StreamStatusName = Literal["starting", "running", "ended", "stopped", "failed"]
 
@@ -82,7 +102,9 @@ class AnalysisResult(BaseModel):
 
 
 class StreamCreate(BaseModel):
-    source: str = Field(min_length=1, max_length=2048, description="rtsp://, http(s):// (HLS too) or /dev/videoN")
+    source: Text = Field(min_length=1, max_length=2048,
+                         description="rtsp://, rtsps://, http(s):// (HLS too); /dev/videoN only when the server allows "
+                                     "devices. The server's source policy decides which hosts may be reached.")
     rtsp_transport: Literal["tcp", "udp"] | None = None
 
 
@@ -98,9 +120,10 @@ class StreamInfo(BaseModel):
 
 
 class SearchRequest(BaseModel):
-    query: str = Field(min_length=1, max_length=1000, pattern=r"\S")
+    query: Annotated[Text, AfterValidator(_words)] = Field(min_length=1, max_length=1000, pattern=r"[^\s\x00-\x1f\x7f]")
     top_k: int = Field(5, ge=1, le=100)
-    job_ids: list[str] | None = Field(None, max_length=1000, description="restrict to these jobs (default: all)")
+    job_ids: list[Annotated[Text, Field(max_length=200)]] | None = Field(
+        None, max_length=1000, description="restrict to these jobs (default: all)")
 
 
 class SearchHit(BaseModel):

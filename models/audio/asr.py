@@ -12,7 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
-from app.errors import BadInput
+from models.errors import BadInput
 
 RATE = 16_000
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.errors import BadInput
+from models.errors import BadInput
 
 RATE = 16_000
 PATCH_SAMPLES = 15_760  # 96 frames of 10 ms plus the 25 ms window

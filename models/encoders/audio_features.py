@@ -10,6 +10,7 @@ The readable side is `audio_tags` (top AudioSet labels) and the speech numbers.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -81,6 +82,7 @@ class AudioFeatures:
 
             self.vad = StreamingVAD()
         self._t = 0.0
+        self.timings = {"tags_s": 0.0, "vad_s": 0.0, "mel_s": 0.0}  # seconds spent in each part so far
 
     def reset(self) -> None:
         """A new source (or a gap): the VAD starts fresh."""
@@ -98,13 +100,19 @@ class AudioFeatures:
         audio = audio.astype(np.float32, copy=False)
         at = self._t if start is None else float(start)
         self._t = at + audio.size / RATE
+        t0 = time.perf_counter()
         probs = self.tagger.scores(audio) if self.tagger is not None and audio.size else np.zeros(NUM_TAGS, np.float32)
         tags = self.tagger.top(probs, self.config.tag_top_k, self.config.tag_min_prob) if self.tagger else {}
+        t1 = time.perf_counter()
         speech = np.zeros(0, np.float32)
         if self.vad is not None:
             _, window_probs = self.vad.feed(audio, at)
             speech = np.asarray(window_probs, np.float32)
+        t2 = time.perf_counter()
         mel = log_mel(audio)
+        t3 = time.perf_counter()
+        for key, dt in (("tags_s", t1 - t0), ("vad_s", t2 - t1), ("mel_s", t3 - t2)):
+            self.timings[key] += dt
         rms = float(np.sqrt(np.mean(audio**2))) if audio.size else 0.0
         level_db = 20 * np.log10(rms + 1e-6)
         return {"audio_tags": tags, "speech_prob": round(float(speech.max()) if speech.size else 0.0, 3),

@@ -62,6 +62,6 @@ def public_fields(result: dict | None) -> dict | None:
 
 
 def encode_segment(encoder: Encoder, segment) -> SecondFeatures:
-    """Encode a `pipelines.segment.Segment` (anything with frames, frame_times, audio, start, index)."""
+    """Encode a `pipelines.media.segment.Segment` (anything with frames, frame_times, audio, start, index)."""
     return encoder.encode_second(list(segment.frames), list(segment.frame_times) or None, segment.audio,
                                  float(segment.start), int(segment.index))

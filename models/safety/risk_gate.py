@@ -120,7 +120,7 @@ class RiskGate:
     def load(cls, path: str | Path = GATE_FILE) -> RiskGate:
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"no risk gate at {path} (fit it with python -m models.safety.fit_gate)")
+            raise FileNotFoundError(f"no risk gate at {path} (fit it with python -m training.safety.fit_gate)")
         d = np.load(path)
         models = [_Linear(d["mean"][i], d["scale"][i], d["coef"][i], float(d["bias"][i])) for i in range(len(d["bias"]))]
         return cls(models[0], models[1:], set(d["train_keys"].tolist()))

@@ -25,8 +25,19 @@ def equal_weights_config(config: TriSenseConfig) -> TriSenseConfig:
     return replace(config, fixed_modality_weights=True)
 
 
+def modality_weights(modality: str) -> dict[str, float]:
+    """A text-matched span's modality weights: all on its modality (audio-visual: half audio, half visual)."""
+    weights = dict.fromkeys(MODALITIES, 0.0)
+    if modality == "audio-visual":
+        weights["audio"] = weights["visual"] = 0.5
+    else:
+        weights[modality] = 1.0
+    return weights
+
+
 class TextMatchBaseline:
-    """Ground a query by semantic similarity to transcript segments and detector labels."""
+    """Ground a query by semantic similarity to transcript segments and detector labels (the one text matcher:
+    the API's search over stored results ranks its candidates with `similarities` too)."""
 
     def __init__(self, text_encoder: TextEncoder | None = None) -> None:
         self._text_encoder = text_encoder
@@ -51,6 +62,13 @@ class TextMatchBaseline:
                 out.append((label, float(ev["start"]), float(ev["end"]), modality))
         return out
 
+    def similarities(self, query: str, texts: list[str]) -> np.ndarray:
+        """Cosine similarity (MiniLM) of the query to each text; ValueError for an empty query."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("query must be a non-empty string")
+        q = self.text_encoder.encode(query.strip())
+        return self.text_encoder.encode(texts) @ q
+
     def ground(self, query: str, features: ClipFeatures, top_k: int = 5) -> list[Moment]:
         """Best-matching transcript/label spans; empty when the clip has neither (a miss in the metrics)."""
         if not isinstance(query, str) or not query.strip():
@@ -58,15 +76,7 @@ class TextMatchBaseline:
         cands = self.candidates(features)
         if not cands:
             return []
-        q = self.text_encoder.encode(query.strip())
-        vecs = self.text_encoder.encode([c[0] for c in cands])
-        scores = vecs @ q
-        moments = []
-        for (_, start, end, modality), score in zip(cands, scores, strict=True):
-            weights = dict.fromkeys(MODALITIES, 0.0)
-            if modality == "audio-visual":
-                weights["audio"] = weights["visual"] = 0.5
-            else:
-                weights[modality] = 1.0
-            moments.append(Moment(query.strip(), start, end, float(np.clip(score, 0.0, 1.0)), weights))
+        scores = self.similarities(query, [c[0] for c in cands])
+        moments = [Moment(query.strip(), start, end, float(np.clip(score, 0.0, 1.0)), modality_weights(modality))
+                   for (_, start, end, modality), score in zip(cands, scores, strict=True)]
         return nms_moments(moments, top_k)

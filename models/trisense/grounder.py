@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from models.trisense import SHIPPED_CHECKPOINT
 from models.trisense.features import MODALITIES, ClipFeatures, batch_features
+from models.trisense.memory import SecondSelector, second_keys, seconds_to_ranges
 from models.trisense.modeling_trisense import (
     SpanPrediction,
     TriSenseConfig,
@@ -83,8 +85,12 @@ def load_checkpoint(path: str | Path) -> tuple[TriSenseModel, dict]:
 class Grounder:
     """Text query -> ranked moments over one clip's per-second features."""
 
-    def __init__(self, model: TriSenseModel, text_encoder: TextEncoder | None = None, meta: dict | None = None):
+    def __init__(self, model: TriSenseModel, text_encoder: TextEncoder | None = None, meta: dict | None = None,
+                 selector: SecondSelector | None = None, selector_context_s: int = 16):
+        """`selector` (optional): on clips longer than the model window, read only the seconds it selects
+        (plus `selector_context_s` around them) instead of every window; see `models.trisense.memory`."""
         self.model = model.eval()
+        self.selector, self.selector_context_s = selector, selector_context_s
         self.config = model.config
         self.meta = meta or {}
         self._text_encoder = text_encoder
@@ -94,6 +100,11 @@ class Grounder:
     def load(cls, path: str | Path, text_encoder: TextEncoder | None = None) -> Grounder:
         model, meta = load_checkpoint(path)
         return cls(model, text_encoder=text_encoder, meta=meta)
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path | None = None, text_encoder: TextEncoder | None = None) -> Grounder:
+        """The grounder in `path`, by default the shipped checkpoint."""
+        return cls.load(SHIPPED_CHECKPOINT if path is None else path, text_encoder=text_encoder)
 
     @property
     def text_encoder(self) -> TextEncoder:
@@ -153,8 +164,26 @@ class Grounder:
         if not isinstance(features, ClipFeatures):
             raise ValueError("features must be a ClipFeatures")
         qv = self.embed_query(query)
-        pieces = [(float(s), features.window(s, e)) for s, e in self.windows(features.num_seconds)]
+        if self.selector is not None and features.num_seconds > self.config.max_window_s:
+            spans = self.selected_ranges(qv, features)
+        else:
+            spans = self.windows(features.num_seconds)
+        pieces = [(float(s), features.window(s, e)) for s, e in spans]
         return self.ground_windows(query.strip(), qv, pieces, top_k=top_k)
+
+    @torch.no_grad()
+    def selected_ranges(self, query_vec: np.ndarray, features: ClipFeatures) -> list[tuple[int, int]]:
+        """The second ranges the selector picks for this query (compressing the clip first)."""
+        if self.selector is None:
+            raise ValueError("this grounder has no selector")
+        keys, present = second_keys(self.model, features)
+        kept = np.flatnonzero(self.selector.compress(keys, present))
+        if kept.size == 0:
+            return []
+        qc = self.model.coarse.embed_query(torch.from_numpy(np.asarray(query_vec, dtype=np.float32))[None])[0].numpy()
+        chosen = kept[self.selector.select(qc, keys[:, kept], present[:, kept])]
+        ranges = seconds_to_ranges(chosen, features.num_seconds, self.selector_context_s, self.config.max_window_s)
+        return [(s, e) for s, e in ranges]
 
 
 def nms_moments(moments: list[Moment], top_k: int, iou: float = 0.5) -> list[Moment]:

@@ -12,7 +12,8 @@ and no LLM:
    at that second, and the fused step is the weighted sum of projected features.
 3. Time encoding: sinusoidal on absolute seconds plus a linear term on normalised time (stands in
    for TriSense's time tokens).
-4. A small transformer encoder over `[query token; fused seconds]`.
+4. A small transformer encoder over `[query token; fused seconds]` (optionally with FANformer attention,
+   `attention="fan"`, `models.layers.fan`).
 5. Span head (VSLNet-style): per-second start, end and inside logits; spans decode by maximising
    `p_start(i) * p_end(j)`, `i <= j`, and are scored with the mean inside probability so that scores
    compare across windows and clips.
@@ -28,6 +29,8 @@ from dataclasses import asdict, dataclass, fields
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from models.layers.fan import ATTENTION_KINDS, FANEncoderLayer
 
 MODALITIES: tuple[str, str, str] = ("visual", "audio", "speech")
 
@@ -50,6 +53,11 @@ class TriSenseConfig:
     max_span_s: int = 64
     modality_dropout: float = 0.5
     fixed_modality_weights: bool = False
+    attention: str = "plain"  # "fan": FANformer's Fourier pre-projection in the encoder's self-attention
+
+    def __post_init__(self) -> None:
+        if self.attention not in ATTENTION_KINDS:
+            raise ValueError(f"attention must be one of {ATTENTION_KINDS}, got {self.attention!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -164,9 +172,12 @@ class TriSenseModel(nn.Module):
         self.connector = QueryConnector(d, fixed=config.fixed_modality_weights)
         self.time_linear = nn.Linear(1, d)
         self.input_norm = nn.LayerNorm(d)
-        layer = nn.TransformerEncoderLayer(
-            d, config.n_heads, config.ff_dim, config.dropout, activation="gelu", batch_first=True, norm_first=True
-        )
+        if config.attention == "fan":
+            layer = FANEncoderLayer(d, config.n_heads, config.ff_dim, config.dropout, activation="gelu", norm_first=True)
+        else:
+            layer = nn.TransformerEncoderLayer(
+                d, config.n_heads, config.ff_dim, config.dropout, activation="gelu", batch_first=True, norm_first=True
+            )
         self.encoder = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
         self.out_norm = nn.LayerNorm(d)
         self.span_head = nn.Sequential(nn.Linear(2 * d, d), nn.GELU(), nn.Linear(d, 3))

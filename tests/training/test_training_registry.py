@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 from training.experiment import NOT_METHODS, Result, format_table, method_names
 
 

@@ -22,11 +22,12 @@ import sys
 import time
 from pathlib import Path
 
+from models import prefm, trisense
 from training.corpus.ship import corpus_stamp, ship
 
 ROOT = Path(__file__).resolve().parents[2]
-PREFM_SHIPPED = ROOT / "models" / "prefm" / "checkpoints" / "embedded_llp.pt"
-GROUNDER_SHIPPED = ROOT / "models" / "trisense" / "checkpoints" / "embedded.pt"
+PREFM_SHIPPED = prefm.SHIPPED_CHECKPOINT
+GROUNDER_SHIPPED = trisense.SHIPPED_CHECKPOINT
 
 PREFM_TRAIN = ["--preset", "small", "--epochs", "300", "--batch-size", "32", "--lr", "5e-4", "--lr-min", "5e-6",
                "--warmup", "20", "--val-every", "10", "--seed", "87", "--positional", "--quiet"]

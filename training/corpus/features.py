@@ -1,6 +1,6 @@
 """Encode every composed clip once with the embedded encoder (plus ASR and MiniLM speech embeddings).
 
-Through `models.encoders.cache.FeatureCache` rooted at the corpus folder this writes PreFM's embedded layout
+Through `pipelines.sinks.feature_cache.FeatureCache` rooted at the corpus folder this writes PreFM's embedded layout
 (`embedded/{audio,visual}/<id>.npy`) and the per-second detections (`manifest/embedded/<id>.json`); a clip
 already encoded from the same bytes by the same encoder version is not encoded again. For the grounder it
 writes `grounding/features/<id>.npz` (`ClipFeatures`) with the detector label events the app's parser would
@@ -15,22 +15,24 @@ from pathlib import Path
 
 import numpy as np
 
-from models.encoders.cache import FeatureCache
 from models.trisense.features import ClipFeatures
-from pipelines.events import EventTracker
-from training.corpus.compose import ClipTruth, load_truths, write_labels, write_split_files
+from pipelines.sinks.feature_cache import FeatureCache
+from pipelines.stages.events import EventTracker
+from training.corpus.layout import load_truths, write_labels, write_split_files
+from training.corpus.truth import ClipTruth
 
 
 def detection_events(seconds: list[dict]) -> list[dict]:
     """Label events `{"label","modality","start","end","confidence"}` from per-second detections, merged the
     way the live parser merges them (same tag threshold, top-k, visual score floor and gap)."""
-    from pipelines.stages import ParserStage, StageConfig
+    from pipelines.stages.config import StageConfig
+    from pipelines.stages.parser import tag_labels
 
-    parser = ParserStage(StageConfig())
+    config = StageConfig()
     tracker = EventTracker(max_gap=1)
     for k, sec in enumerate(seconds):
         start = float(sec.get("start", k))
-        labels = parser._labels(sec.get("audio_tags") or {}, sec if sec.get("visual_available") else None)
+        labels = tag_labels(config, sec.get("audio_tags") or {}, sec if sec.get("visual_available") else None)
         tracker.update(start, start + 1.0, labels)
     tracker.finish()
     return [e.to_dict() for e in sorted(tracker.closed, key=lambda e: (e.start, e.label))]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from training.corpus.compose import load_truths
+from training.corpus.layout import load_truths
 
 
 def corpus_stamp(corpus_root: str | Path, trained_on: tuple[str, ...] = ("train",)) -> dict:

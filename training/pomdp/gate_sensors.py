@@ -35,7 +35,7 @@ CONDITIONS = ("as_written", "in_sample", "perturbed", "degraded")
 
 
 def _perturb_configs() -> dict:
-    from models.safety.perturb import PerturbConfig
+    from training.safety.perturb import PerturbConfig
 
     return {"perturbed": PerturbConfig(),
             "degraded": PerturbConfig(drop_segment=0.4, swap_adjacent=0.3, drop_final_sentence=0.2,
@@ -48,10 +48,10 @@ def measure(logs_file: str | None = None, runs: int = 2, limit: int | None = Non
     from models.safety.embed import SentenceEmbedder
     from models.safety.knowledge import load_rules, load_scenarios
     from models.safety.logparse import parse_log
-    from models.safety.perturb import perturb_log
-    from models.safety.replay import evidence_sentence, risky_segment
     from models.safety.retrieval import BACKGROUND_FILE, RuleRetriever
     from models.safety.risk_gate import RiskGate, gate_features, log_fold
+    from training.safety.perturb import perturb_log
+    from training.safety.replay import evidence_sentence, risky_segment
 
     scenarios = load_scenarios(logs_file)[:limit]
     retriever = RuleRetriever(load_rules(), SentenceEmbedder(), background=BACKGROUND_FILE)

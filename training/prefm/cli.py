@@ -59,6 +59,10 @@ def train_main(argv: list[str]) -> int:
     p.add_argument("--heads", type=int)
     p.add_argument("--positional", action="store_true",
                    help="add 'seconds ago' encodings to the window (our extension; the paper has none)")
+    p.add_argument("--attention", choices=["plain", "fan"], default="plain",
+                   help="fan: FANformer's Fourier pre-projection in the encoder's attention (our extension)")
+    p.add_argument("--future-loss", choices=["bce", "selective"], default="bce",
+                   help="selective: selective learning's masks on the future positions (our extension)")
     p.add_argument("--epochs", type=int, default=60)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, default=5e-4)
@@ -77,7 +81,7 @@ def train_main(argv: list[str]) -> int:
         val_store = _store(a, a.val_split) if a.val_split else None
         overrides = {k: v for k, v in {"d_model": a.d_model, "ff": a.ff, "layers": a.layers, "heads": a.heads}.items()
                      if v is not None}
-        base = preset(a.preset, **overrides, positional=a.positional)
+        base = preset(a.preset, **overrides, positional=a.positional, attention=a.attention)
         train_store.clip(0)
     except (FileNotFoundError, ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -87,7 +91,8 @@ def train_main(argv: list[str]) -> int:
     for variant in variants:
         tcfg = TrainConfig(variant=variant, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, lr_min=a.lr_min,
                            warmup_epochs=a.warmup, val_every=a.val_every, seed=a.seed, distill=not a.no_distill,
-                           threads=a.threads, progress=not a.quiet)
+                           threads=a.threads, progress=not a.quiet,
+                           future_loss=a.future_loss if variant == "prefm" else "bce")
         try:
             result = train(base, train_store, val_store, tcfg, out / f"{variant}.pt")
         except (FileNotFoundError, ValueError) as exc:

@@ -61,15 +61,30 @@ class LossTerms:
     kd_future: torch.Tensor
 
 
+def masked_future_bce(logits: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor, Lc: int,
+                      future_mask: torch.Tensor) -> torch.Tensor:
+    """``weighted_bce`` whose future positions (from ``Lc`` on) are averaged over the kept steps only:
+    they are multiplied by mask / mean(mask), so the future part keeps its total weight."""
+    per = F.binary_cross_entropy_with_logits(logits, targets, reduction="none") * _expand(weights, logits)
+    m = future_mask.to(per.dtype)
+    factor = torch.ones_like(per)
+    factor[:, Lc:] = m / m.mean().clamp(min=1e-6)
+    return (per * factor).mean()
+
+
 def prefm_loss(model: PreFM, out: PreFMOutput, labels: torch.Tensor, teacher: torch.Tensor | None = None,
-               distill: bool = True) -> LossTerms:
+               distill: bool = True, future_mask: torch.Tensor | None = None) -> LossTerms:
     """Loss of a window batch: ``labels`` holds the Lc current then Lf future positions (the future part
-    is ignored without future modeling); ``teacher`` the matching teacher features, or None."""
+    is ignored without future modeling); ``teacher`` the matching teacher features, or None.
+    ``future_mask`` (B, Lf, ...) bool keeps only some future steps in the BCE (selective learning)."""
     cfg = model.config
     w_cur, w_fut = temporal_weights(cfg.task, cfg.Lc, cfg.Lf)
     n = out.logits.shape[1]
     weights = torch.cat([w_cur, w_fut]) if cfg.use_future else w_cur
-    cls = weighted_bce(out.logits, labels[:, :n], weights)
+    if future_mask is not None and cfg.use_future:
+        cls = masked_future_bce(out.logits, labels[:, :n], weights, cfg.Lc, future_mask)
+    else:
+        cls = weighted_bce(out.logits, labels[:, :n], weights)
     zero = cls.new_zeros(())
     kd_cur = kd_fut = zero
     if distill and teacher is not None and cfg.teacher_dim is not None:

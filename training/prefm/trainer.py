@@ -5,12 +5,16 @@ no-future network run over whole clips with bidirectional attention: it sees eve
 past and future, so it is the upper bound an online model is compared with). All three use AdamW with
 betas (0.5, 0.999), eps 1e-8, weight decay 1e-4, linear warm-up then cosine decay per epoch, gradient
 clipping at L2 norm 1.0, and keep the checkpoint with the best validation mean event-level F1.
+
+``future_loss="selective"`` (our extension) averages the future positions' BCE only over the steps that
+selective learning keeps (``training.selective.prefm``); the default "bce" is the authors' loss.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +28,10 @@ from models.prefm.modeling_prefm import PreFM, PreFMConfig
 from models.prefm.online import load_checkpoint, predict_offline, predict_windows, save_checkpoint
 from training.prefm.data import ClipStore, collate, crop_sample, sample_current_indices, window_sample
 from training.prefm.losses import offline_loss, prefm_loss
+from training.selective.prefm import PreFMFutureSelector
 
 VARIANTS = ("prefm", "nofuture", "offline")
+FUTURE_LOSSES = ("bce", "selective")
 
 
 @dataclass
@@ -46,10 +52,13 @@ class TrainConfig:
     offline_crop: int = 60  # seconds of clip per offline training sample
     threads: int = 1
     progress: bool = True
+    future_loss: str = "bce"  # "selective": selective learning's masks on the future positions
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
+        if self.future_loss not in FUTURE_LOSSES:
+            raise ValueError(f"future_loss must be one of {FUTURE_LOSSES}, got {self.future_loss!r}")
         if self.epochs < 1 or self.batch_size < 1:
             raise ValueError("epochs and batch_size must be >= 1")
 
@@ -111,7 +120,9 @@ def evaluate(model: PreFM, store: ClipStore, variant: str, threshold: float = 0.
 # --------------------------------------------------------------------------------------------------
 
 
-def _epoch_samples(store: ClipStore, cfg: PreFMConfig, tcfg: TrainConfig, rng: np.random.Generator) -> list[dict[str, np.ndarray]]:
+def _epoch_samples(store: ClipStore, cfg: PreFMConfig, tcfg: TrainConfig, rng: np.random.Generator,
+                   window_id: Callable[[int, int], int] | None = None) -> list[dict[str, np.ndarray]]:
+    """This epoch's samples; with ``window_id(clip, t)`` each online sample also carries its window id."""
     samples = []
     for i in range(len(store)):
         clip = store.clip(i)
@@ -125,6 +136,8 @@ def _epoch_samples(store: ClipStore, cfg: PreFMConfig, tcfg: TrainConfig, rng: n
         else:
             for t in sample_current_indices(clip.length, cfg.Lf, cfg.Lc, rng):
                 samples.append(window_sample(clip, t, cfg.Lc, cfg.Lf, cfg.audio_rate, cfg.task))
+                if window_id is not None:
+                    samples[-1]["window"] = np.array([window_id(i, t)], dtype=np.int64)
     return samples
 
 
@@ -155,6 +168,9 @@ def train(base: PreFMConfig, train_store: ClipStore, val_store: ClipStore | None
     opt = torch.optim.AdamW(model.parameters(), lr=tcfg.lr, betas=tcfg.betas, eps=tcfg.eps,
                             weight_decay=tcfg.weight_decay)
     loss_fn = offline_loss if tcfg.variant == "offline" else prefm_loss
+    selector = None
+    if tcfg.future_loss == "selective":
+        selector = PreFMFutureSelector(train_store, cfg)
     checkpoint = Path(checkpoint)
     best, best_epoch, history = -1.0, 0, []
     best_val: dict[str, float] = {}
@@ -165,7 +181,7 @@ def train(base: PreFMConfig, train_store: ClipStore, val_store: ClipStore | None
         for group in opt.param_groups:
             group["lr"] = lr
         model.train()
-        samples = _epoch_samples(train_store, cfg, tcfg, rng)
+        samples = _epoch_samples(train_store, cfg, tcfg, rng, selector.window_id if selector else None)
         if not samples:
             raise ValueError("the training split yields no samples (clips shorter than Lf + 1 seconds?)")
         totals = np.zeros(4)
@@ -174,13 +190,18 @@ def train(base: PreFMConfig, train_store: ClipStore, val_store: ClipStore | None
             out = model(b["audio"], b["visual"], b.get("st")) if tcfg.variant != "offline" else \
                 model.forward_tokens(model.embed_audio_clip(b["audio"], b["visual"].shape[1]),
                                      model.embed_visual(b["visual"], b.get("st")))
-            terms = loss_fn(model, out, b["labels"], b.get("teacher"), tcfg.distill)
+            extra = {}
+            if selector is not None:
+                extra["future_mask"] = selector.mask(b["window"], out.logits[:, cfg.Lc:], b["labels"][:, cfg.Lc:])
+            terms = loss_fn(model, out, b["labels"], b.get("teacher"), tcfg.distill, **extra)
             opt.zero_grad(set_to_none=True)
             terms.total.backward()
             if tcfg.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.grad_clip)
             opt.step()
             totals += len(idx) * np.array([t.item() for t in (terms.total, terms.cls, terms.kd_current, terms.kd_future)])
+        if selector is not None:
+            selector.end_epoch()
         row = {"epoch": epoch, "lr": lr, **dict(zip(("loss", "cls", "kd_cur", "kd_fut"), (totals / len(samples)).tolist(), strict=True))}
         if val_store is not None and (epoch % tcfg.val_every == 0 or epoch == tcfg.epochs):
             val = evaluate(model, val_store, tcfg.variant)

@@ -92,6 +92,8 @@ def train_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-window", type=int, default=128, help="model window in seconds")
     parser.add_argument("--modality-dropout", type=float, default=0.5)
     parser.add_argument("--equal-weights", action="store_true", help="train with the connector disabled")
+    parser.add_argument("--attention", choices=["plain", "fan"], default="plain",
+                        help="fan: FANformer's Fourier pre-projection in the span encoder's attention")
     parser.add_argument("--with-equal-baseline", action="store_true",
                         help="also train the equal-weights model to <out stem>.equal.pt")
     parser.add_argument("--no-progress", action="store_true")
@@ -106,6 +108,7 @@ def train_main(argv: list[str] | None = None) -> int:
             visual_dim=dims.get("visual", 512), audio_dim=dims.get("audio", 128), speech_dim=dims.get("speech", 384),
             d_model=args.d_model, n_layers=args.layers, max_window_s=args.max_window,
             modality_dropout=args.modality_dropout, fixed_modality_weights=args.equal_weights,
+            attention=args.attention,
         )
         out = Path(args.out)
         tc = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,

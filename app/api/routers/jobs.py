@@ -10,9 +10,10 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.context import Services, require_api_key, services
-from app.api.jobs import QueueFull
+from app.api.multipart import receive_upload
 from app.api.schemas import AnalysisResult, JobCreated, JobStatus, Problem
-from app.api.uploads import UploadRejected, check_media, receive_upload
+from app.services.jobs import QueueFull
+from app.services.uploads import UploadRejected, check_media
 
 router = APIRouter(prefix="/v1", tags=["jobs"], dependencies=[Depends(require_api_key)])
 
@@ -28,7 +29,7 @@ UPLOAD_BODY = {
             }}}},
     }
 }
-ERRORS = {code: {"model": Problem} for code in (400, 401, 413, 415, 422, 429)}
+ERRORS = {code: {"model": Problem} for code in (400, 401, 408, 413, 415, 422, 429)}
 
 
 def _reject(svc: Services, status: int, reason: str, headers: dict | None = None) -> JSONResponse:
@@ -46,7 +47,8 @@ async def analyze(request: Request, svc: Services = Depends(services)):
     job_id = uuid.uuid4().hex
     folder = settings.upload_dir / job_id
     try:
-        upload = await receive_upload(request, folder, settings.max_upload_bytes, settings.allowed_content_types)
+        upload = await receive_upload(request, folder, settings.max_upload_bytes, settings.allowed_content_types,
+                                      timeout_s=settings.body_timeout_s)
         await run_in_threadpool(check_media, upload.path, settings.max_duration_s)
         queries = [q.strip() for q in upload.fields.get("query", []) if q.strip()]
         if len(queries) > 20:
@@ -70,7 +72,7 @@ async def analyze(request: Request, svc: Services = Depends(services)):
 def job_status(job_id: str, svc: Services = Depends(services)) -> JobStatus:
     job = svc.store.job(job_id)
     if job is None:
-        raise HTTPException(404, f"no job {job_id}")
+        raise HTTPException(404, "no such job")
     return JobStatus(job_id=job["id"], kind=job["kind"], source=job["source"], status=job["status"],
                      progress=min(1.0, max(0.0, job["progress"])), error=job["error"],
                      created_at=job["created_at"], updated_at=job["updated_at"])
@@ -81,10 +83,10 @@ def job_status(job_id: str, svc: Services = Depends(services)) -> JobStatus:
 def job_result(job_id: str, svc: Services = Depends(services)):
     job = svc.store.job(job_id)
     if job is None:
-        raise HTTPException(404, f"no job {job_id}")
+        raise HTTPException(404, "no such job")
     if job["status"] == "failed":
         raise HTTPException(409, f"job failed: {job['error']}")
     result = svc.store.result(job_id)
     if job["status"] != "done" or result is None:
-        raise HTTPException(409, f"job is {job['status']} ({job['progress']:.0%}); poll /v1/jobs/{job_id}")
+        raise HTTPException(409, f"job is {job['status']} ({job['progress']:.0%}); poll its status_url")
     return JSONResponse(result)

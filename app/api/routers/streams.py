@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import time
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Request
@@ -12,8 +14,11 @@ from starlette.concurrency import run_in_threadpool
 from app.api.context import Services, require_api_key, services
 from app.api.schemas import Problem, StreamCreate, StreamInfo
 from app.api.sse import comment, feed_item_frames, frame
-from app.api.streams import LiveStream, TooManyStreams
-from app.errors import BadInput
+from app.services.streams import LiveStream, TooManyStreams
+from models.errors import BadInput
+from pipelines.media.policy import GENERIC_REFUSAL, SourceRefused
+
+log = logging.getLogger("foresight.api")
 
 router = APIRouter(prefix="/v1/streams", tags=["streams"], dependencies=[Depends(require_api_key)])
 
@@ -27,18 +32,21 @@ def _info(stream: LiveStream, health: dict | None = None) -> StreamInfo:
 def _get(svc: Services, stream_id: str) -> LiveStream:
     stream = svc.streams.get(stream_id)
     if stream is None:
-        raise HTTPException(404, f"no stream {stream_id}")
+        raise HTTPException(404, "no such stream")
     return stream
 
 
-@router.post("", status_code=201, response_model=StreamInfo,
+@router.post("", status_code=202, response_model=StreamInfo,
              responses={400: {"model": Problem}, 401: {"model": Problem}, 429: {"model": Problem}},
-             summary="Start analysing a live source")
+             summary="Start analysing a live source (connects in the background; status starts as 'starting')")
 def add_stream(body: StreamCreate, svc: Services = Depends(services)) -> StreamInfo:
     try:
         stream = svc.streams.add(body.source, body.rtsp_transport)
-    except BadInput as exc:
-        raise HTTPException(400, str(exc)) from None
+    except SourceRefused as exc:
+        log.info("stream source refused: %s", exc.reason)
+        raise HTTPException(400, GENERIC_REFUSAL) from None
+    except BadInput:
+        raise HTTPException(400, GENERIC_REFUSAL) from None
     except TooManyStreams as exc:
         raise HTTPException(429, str(exc)) from None
     return _info(stream)
@@ -60,7 +68,7 @@ def get_stream(stream_id: str, svc: Services = Depends(services)) -> StreamInfo:
 def remove_stream(stream_id: str, svc: Services = Depends(services)) -> StreamInfo:
     stream = svc.streams.remove(stream_id)
     if stream is None:
-        raise HTTPException(404, f"no stream {stream_id}")
+        raise HTTPException(404, "no such stream")
     return _info(stream, {"stats": stream.final_stats or {}})
 
 
@@ -69,7 +77,7 @@ def remove_stream(stream_id: str, svc: Services = Depends(services)) -> StreamIn
 async def stream_events(stream_id: str, request: Request, svc: Services = Depends(services),
                         last_event_id: str | None = Header(None)) -> StreamingResponse:
     stream = _get(svc, stream_id)
-    since = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+    since = int(last_event_id) if last_event_id and re.fullmatch(r"[0-9]{1,18}", last_event_id) else 0
 
     async def generate():
         seq, quiet_since = since, time.monotonic()

@@ -1,12 +1,13 @@
-"""`/healthz` and the Prometheus `/metrics` endpoint (both open, for probes and scrapers)."""
+"""`/healthz` and the Prometheus `/metrics` endpoint (open for probes and scrapers; `/metrics` needs the API key
+when `metrics_need_key` is set)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.api.context import Services, services
-from app.api.schemas import Health
+from app.api.context import Services, require_api_key, services
+from app.api.schemas import Health, Problem
 
 router = APIRouter(tags=["system"])
 
@@ -18,6 +19,9 @@ def healthz(svc: Services = Depends(services)) -> Health:
                   streams=sum(not s.terminal for s in svc.streams.list()))
 
 
-@router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
-def metrics(svc: Services = Depends(services)) -> Response:
+@router.get("/metrics", response_class=Response,
+            responses={200: {"content": {"text/plain": {}}}, 401: {"model": Problem}})
+def metrics(request: Request, svc: Services = Depends(services)) -> Response:
+    if svc.settings.metrics_need_key:
+        require_api_key(request)
     return Response(generate_latest(svc.metrics.registry), media_type=CONTENT_TYPE_LATEST)

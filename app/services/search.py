@@ -1,0 +1,107 @@
+"""Search over everything stored: text matching of a query against transcripts and event labels.
+
+The scoring is `models.trisense.baselines.TextMatchBaseline`'s (MiniLM cosine similarity between the query and
+each transcript segment or event label), applied across every finished job, and it is named `text-match` in
+responses so nobody mistakes it for the learned grounder. When a TriSense checkpoint is configured and the
+store holds its grounding index, sources in that index are also searched with the `Grounder` (`trisense`).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from pipelines.sinks.store import Store
+
+MODALITY_KINDS = ("speech", "audio", "visual", "audio-visual")  # other candidate kinds are weighted as visual
+
+
+def candidates_from_result(result: dict, job_id: str | None = None) -> list[dict]:
+    """One candidate per transcript segment and per event of a result."""
+    out = [{"job_id": job_id, "source": result.get("source"), "text": t["text"].strip(), "kind": "speech",
+            "start": float(t["start"]), "end": float(t["end"])}
+           for t in result.get("transcript", []) if str(t.get("text", "")).strip()]
+    out += [{"job_id": job_id, "source": result.get("source"), "text": e["label"], "kind": e["modality"],
+             "start": float(e["start"]), "end": float(e["end"])}
+            for e in result.get("events", []) if e.get("label")]
+    return out
+
+
+def candidates_from_store(store: Store, job_ids: list[str] | None = None) -> list[dict]:
+    """Candidates from the stored rows of every job (finished uploads and live streams alike)."""
+    speech, events = store.text_rows(job_ids)
+    out = [{"job_id": r[0], "source": r[1], "text": r[2].strip(), "kind": "speech", "start": r[3], "end": r[4]}
+           for r in speech if r[2].strip()]
+    out += [{"job_id": r[0], "source": r[1], "text": r[2], "kind": r[3], "start": r[4], "end": r[5]} for r in events]
+    return out
+
+
+class TextMatcher:
+    """Ranks candidates from many jobs with the text-match baseline's scores (the encoder loads once per
+    process), keeping the best hit among overlapping ones of the same job and modality."""
+
+    _lock = threading.Lock()
+
+    @classmethod
+    def encoder(cls):
+        from models.trisense.text import default_text_encoder
+
+        with cls._lock:
+            return default_text_encoder()
+
+    def rank(self, query: str, candidates: list[dict], top_k: int = 5) -> list[dict]:
+        from models.trisense.baselines import TextMatchBaseline, modality_weights
+
+        if not query.strip():
+            raise ValueError("query must be a non-empty string")
+        if not candidates:
+            return []
+        scores = TextMatchBaseline(self.encoder()).similarities(query, [c["text"] for c in candidates])
+        hits = []
+        for i in np.argsort(-scores, kind="stable"):
+            c = candidates[int(i)]
+            if any(h["job_id"] == c["job_id"] and h["start"] < c["end"] and c["start"] < h["end"]
+                   and h["kind"] == c["kind"] for h in hits):
+                continue  # temporal NMS within one job and modality
+            hits.append({**c, "score": round(float(np.clip(scores[i], 0.0, 1.0)), 4),
+                         "modality_weights": modality_weights(c["kind"] if c["kind"] in MODALITY_KINDS else "visual")})
+            if len(hits) >= top_k:
+                break
+        return hits
+
+
+class SearchService:
+    """`search(query)` over the store; `grounder_checkpoint` adds the learned grounder where features exist."""
+
+    def __init__(self, store: Store, grounder_checkpoint: Path | None = None):
+        self.store = store
+        self.matcher = TextMatcher()
+        self.index = None
+        if grounder_checkpoint is not None:
+            from models.trisense.grounder import Grounder
+            from pipelines.sinks.grounding_index import GroundingIndex
+
+            if not Path(grounder_checkpoint).is_file():
+                raise FileNotFoundError(f"no grounder checkpoint at {grounder_checkpoint}")
+            self.index = GroundingIndex(store, Grounder.from_pretrained(grounder_checkpoint))
+
+    def search(self, query: str, top_k: int = 5, job_ids: list[str] | None = None) -> dict:
+        hits = [{**h, "method": "text-match"}
+                for h in self.matcher.rank(query, candidates_from_store(self.store, job_ids), top_k)]
+        methods = ["text-match"]
+        sources = self.index.source_ids() if self.index is not None else []
+        if job_ids is not None:  # API jobs index their clip as "<name>#<first 8 characters of the job id>"
+            wanted = {j[:8] for j in job_ids}
+            sources = [s for s in sources if s.rsplit("#", 1)[-1] in wanted]
+        if sources:
+            methods.append("trisense")
+            for hit in self.index.search(query, top_k, source_ids=sources):
+                d = hit.to_dict()
+                job = next((j for j in job_ids or [] if d["source_id"].endswith("#" + j[:8])), None)
+                hits.append({"job_id": job, "source": d["source_id"], "text": None, "kind": "grounded",
+                             "start": d["start"], "end": d["end"], "score": d["score"],
+                             "modality_weights": d["modality_weights"], "method": "trisense"})
+            hits = sorted(hits, key=lambda h: -h["score"])[:top_k]
+        return {"query": query.strip(), "method": "+".join(methods), "moments": hits}

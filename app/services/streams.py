@@ -1,0 +1,236 @@
+"""Live sources added and removed at run time, each a `Pipeline` of Ray actors with its own job row
+(`StreamManager` for the REST API; the dashboard starts and stops one with `start_live` / `stop_live`).
+
+A watcher thread per stream waits for the pipeline to end (stopped, or failed for good), saves the final
+result and keeps the sink's last feed so a subscriber that is still connected receives every item.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from models.errors import BadInput
+from pipelines import AnalyzeOptions, Pipeline
+from pipelines.media.policy import GENERIC_REFUSAL, SourcePolicy, SourceRefused, redact_url, scrub
+from pipelines.media.sources import SourceKind, SourceSpec, parse_source
+from pipelines.sinks.store import Store
+
+TERMINAL = ("ended", "stopped", "failed")
+log = logging.getLogger("foresight.streams")
+
+
+def live_spec(source: str, rtsp_transport: str, not_live: str) -> SourceSpec:
+    """The parsed live source (URL or device); BadInput with `not_live` for a file."""
+    try:
+        spec = parse_source(source, rtsp_transport, None)
+    except OSError as exc:  # e.g. a name longer than the filesystem allows
+        raise BadInput(f"cannot use this source ({exc.strerror or exc})") from None
+    if spec.kind is SourceKind.FILE:
+        raise BadInput(not_live)
+    return spec
+
+
+def start_pipeline(store: Store, source: str, options: AnalyzeOptions, job_id: str,
+                   source_id: str | None = None, public_error: str | None = None) -> Pipeline:
+    """A running pipeline whose rows go to job `job_id` (marked running, or failed if it cannot start; the
+    job row then says `public_error` when given, else the reason)."""
+    store.update_job(job_id, status="running")
+    try:
+        return Pipeline(source, options, job_id=job_id, db_path=str(store.path), source_id=source_id)
+    except BaseException as exc:
+        store.update_job(job_id, status="failed", error=public_error or scrub(str(exc), source))
+        raise
+
+
+def start_live(store: Store, source: str, rtsp_transport: str = "tcp",
+               options: AnalyzeOptions | None = None) -> tuple[Pipeline, str]:
+    """The dashboard's live view: start a pipeline on a URL or device; returns it and its job id."""
+    from pipelines.spine.runtime import ensure_ray_in_keeper_thread
+
+    options = options or AnalyzeOptions()
+    options.rtsp_transport = rtsp_transport
+    spec = live_spec(source, rtsp_transport, "live view takes a URL (rtsp://, http(s)://) or a /dev/videoN device")
+    ensure_ray_in_keeper_thread()
+    job_id = store.create_job("dashboard-live", spec.name)
+    return start_pipeline(store, source, options, job_id), job_id
+
+
+def stop_live(store: Store, pipeline: Pipeline, job_id: str) -> dict | None:
+    """Stop a live pipeline and save its result; returns the result (None if the stream had failed)."""
+    pipeline.stop()
+    try:
+        result = pipeline.wait()
+        store.save_result(job_id, result)
+        return result
+    except Exception as exc:
+        store.update_job(job_id, status="failed", error=str(exc))
+        return None
+    finally:
+        pipeline.close()
+
+
+class TooManyStreams(Exception):
+    """`max_streams` live sources are running already."""
+
+
+@dataclass
+class LiveStream:
+    id: str
+    source: str
+    job_id: str
+    created_at: float
+    pipeline: Pipeline | None = None
+    status: str = "starting"
+    error: str | None = None
+    final_feed: list = field(default_factory=list)
+    final_stats: dict | None = None
+    watcher: threading.Thread | None = None
+    stopping: bool = False
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+
+class StreamManager:
+    """Registry of live streams; all calls are thread-safe."""
+
+    def __init__(self, store: Store, db_path: str, options: AnalyzeOptions, max_streams: int,
+                 policy: SourcePolicy | None = None):
+        self.store = store
+        self.policy = policy
+        self.db_path = db_path
+        self.options = options
+        self.max_streams = max_streams
+        self.streams: dict[str, LiveStream] = {}
+        self._lock = threading.Lock()
+        # A stream that ran when a previous server died (even `kill -9`) cannot come back on its own (its
+        # source is stored redacted): it ends with a reason instead of staying "running" forever.
+        for job_id in store.unfinished_job_ids("stream"):
+            store.update_job(job_id, status="failed",
+                             error="interrupted: the server stopped while the stream ran; add it again")
+
+    def add(self, source: str, rtsp_transport: str | None = None) -> LiveStream:
+        """Accept a live URL or device and connect in the background (the stream starts as "starting").
+
+        With a `policy` (API callers), the source must pass it: SourceRefused (one generic message) for local
+        paths, other schemes and hosts outside the allowed networks, checked here after DNS resolution and
+        again on every redirect and playlist hop in the background. BadInput for a source that does not parse.
+        Refused sources leave no rows in the store; rows are written once the source passed every check.
+        """
+        options = AnalyzeOptions(**{**self.options.__dict__})
+        if rtsp_transport is not None:
+            options.rtsp_transport = rtsp_transport
+        if self.policy is not None:
+            self.policy.check_source_quick(source)
+        spec = live_spec(source, options.rtsp_transport, "a stream needs a URL (rtsp://, http(s)://) or a "
+                         "/dev/videoN device; upload files to /v1/analyze")
+        with self._lock:
+            if sum(not s.terminal for s in self.streams.values()) >= self.max_streams:
+                raise TooManyStreams(f"{self.max_streams} streams are running already")
+            sid = uuid.uuid4().hex[:12]
+            stream = LiveStream(sid, spec.name, job_id=f"stream-{sid}", created_at=time.time())
+            self.streams[sid] = stream
+        stream.watcher = threading.Thread(target=self._run, args=(stream, source, spec, options),
+                                          name=f"stream-{sid}", daemon=True)
+        stream.watcher.start()
+        return stream
+
+    def _run(self, stream: LiveStream, source: str, spec: SourceSpec, options: AnalyzeOptions) -> None:
+        """The stream's thread: final policy checks, connect, then watch until the pipeline ends."""
+        try:
+            if self.policy is not None:
+                source = self.policy.check_source(source)
+            if stream.stopping:
+                raise SourceRefused("stopped before it started")
+            self.store.add_source(redact_url(spec.uri), spec.kind.value, source_id=stream.id)
+            self.store.create_job("stream", spec.name, job_id=stream.job_id)
+            stream.pipeline = start_pipeline(self.store, source, options, stream.job_id, source_id=stream.id,
+                                             public_error=GENERIC_REFUSAL if self.policy is not None else None)
+        except BaseException as exc:
+            reason = getattr(exc, "reason", None) or str(exc)
+            log.warning("stream %s (%s) did not start: %s", stream.id, spec.name, scrub(reason, source))
+            stream.error = (GENERIC_REFUSAL if self.policy is not None or isinstance(exc, SourceRefused)
+                            else scrub(str(exc), source))
+            stream.status = "stopped" if stream.stopping else "failed"
+            return
+        stream.status = "running"
+        if stream.stopping:
+            stream.pipeline.stop()
+        self._watch(stream)
+
+    def _watch(self, stream: LiveStream) -> None:
+        pipe = stream.pipeline
+        status, error = "ended", None
+        try:
+            result = pipe.wait()
+            stream.final_stats = result.get("ingest")
+            error = (result.get("ingest") or {}).get("failure")
+            self.store.save_result(stream.job_id, result)
+            status = "failed" if error else ("stopped" if stream.stopping else "ended")
+        except Exception as exc:
+            status, error = "failed", str(exc)
+        if error:
+            log.warning("stream %s (%s) failed: %s", stream.id, stream.source, error)
+            if self.policy is not None:  # API callers learn that it failed, not what was found
+                error = GENERIC_REFUSAL
+            self.store.update_job(stream.job_id, status="failed", error=error)
+        try:  # keep what the sink holds, then publish the terminal status (feed readers switch over on it)
+            stream.final_feed = pipe.feed(0, timeout=10)
+        except Exception:
+            stream.final_feed = []
+        stream.error, stream.status = error, status
+        pipe.close()
+
+    def get(self, sid: str) -> LiveStream | None:
+        with self._lock:
+            return self.streams.get(sid)
+
+    def list(self) -> list[LiveStream]:
+        with self._lock:
+            return list(self.streams.values())
+
+    def remove(self, sid: str, timeout: float = 30.0) -> LiveStream | None:
+        """Stop a stream, wait for its final result to be saved, and forget it."""
+        stream = self.get(sid)
+        if stream is None:
+            return None
+        if not stream.terminal:
+            stream.stopping = True  # a stream still starting stops as soon as its pipeline exists
+            if stream.pipeline is not None:
+                stream.pipeline.stop()
+        if stream.watcher is not None:
+            stream.watcher.join(timeout)
+        with self._lock:
+            self.streams.pop(sid, None)
+        return stream
+
+    def feed(self, stream: LiveStream, since: int) -> list:
+        """Feed items after sequence number `since`: from the live sink, or what it held when the stream ended."""
+
+        if stream.terminal or stream.pipeline is None:
+            return [item for item in stream.final_feed if item[0] > since]
+        try:
+            return stream.pipeline.feed(since, timeout=10)
+        except Exception:
+            return [item for item in stream.final_feed if item[0] > since]
+
+    def health(self, stream: LiveStream) -> dict:
+        """Ingest counters and the sink's per-second end-to-end latencies (for /metrics and the API)."""
+
+        if stream.terminal or stream.pipeline is None:
+            return {"stats": stream.final_stats or {}, "latencies": []}
+        try:
+            prog = stream.pipeline.progress(timeout=5)
+            lat = stream.pipeline.latencies(timeout=5)
+        except Exception as exc:
+            return {"stats": {"health": "unknown", "last_error": str(exc)}, "latencies": []}
+        return {"stats": prog["stats"], "position": prog["position"], "latencies": lat[-300:]}
+
+    def close(self) -> None:
+        for stream in self.list():
+            self.remove(stream.id, timeout=10)

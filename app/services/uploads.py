@@ -1,0 +1,77 @@
+"""Clips handed to Foresight by a person (REST uploads, the dashboard): safe names, kept copies, and the media
+check (it decodes, it is not a still image, it is not too long)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from models.errors import BadInput
+from pipelines.media.decode import MediaDecoder, StreamInfo
+from pipelines.media.sources import open_container, parse_source
+
+
+class UploadRejected(Exception):
+    """An upload that breaks a limit; `status` is the HTTP status and the message a one-line reason."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status = status
+
+
+@dataclass
+class Upload:
+    path: Path
+    filename: str
+    content_type: str
+    size: int
+    fields: dict[str, list[str]] = field(default_factory=dict)
+
+
+def safe_filename(name: str | None) -> str:
+    """The last path component with anything but letters, digits, dot, dash and underscore replaced."""
+    base = re.split(r"[\\/]", name or "")[-1].strip()
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", base).lstrip(".")
+    return base[:120] or "upload"
+
+
+def save_upload(folder: Path, name: str, data: bytes) -> Path:
+    """Keep an uploaded file under `folder`, content-addressed, so it can be played back later."""
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    path = folder / digest / safe_filename(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        tmp = path.with_suffix(path.suffix + ".part")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return path
+
+
+STILL_IMAGE_FORMATS = ("image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe", "tiff_pipe", "svg_pipe")
+
+
+def media_info(path: Path) -> StreamInfo:
+    """Probe the file like `pipelines.spine.pipeline.probe` (BadInput with the reason if it does not decode), refuse
+    still images, and return its streams and duration."""
+    spec = parse_source(str(path))
+    container = open_container(spec)
+    try:
+        fmt = container.format.name or ""
+        if any(name in STILL_IMAGE_FORMATS for name in fmt.split(",")):
+            raise BadInput(f"{spec.name}: a still image ({fmt}), not a video or audio clip")
+        return MediaDecoder(container).info()
+    finally:
+        container.close()
+
+
+def check_media(path: Path, max_duration_s: float) -> StreamInfo:
+    """`media_info` plus the duration limit, as UploadRejected(422) with the reason."""
+    try:
+        info = media_info(path)
+    except BadInput as exc:
+        raise UploadRejected(422, str(exc)) from None
+    if info.duration_s is not None and info.duration_s > max_duration_s:
+        raise UploadRejected(422, f"clip is {info.duration_s:.0f} s long; the limit is {max_duration_s:.0f} s")
+    return info

@@ -1,0 +1,1 @@
+"""Reusable network layers shared by Foresight's models."""

@@ -1,0 +1,160 @@
+"""Decoding with PyAV: sampled RGB frames and 16 kHz mono audio, timed on the stream's own clock.
+
+Every video frame is decoded (inter-coded video needs it) but only the frames the sampler wants are
+converted to RGB, which is where most of the per-frame cost would otherwise go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import av
+import numpy as np
+
+from models.errors import BadInput
+
+AUDIO_RATE = 16_000
+
+
+@dataclass
+class VideoSample:
+    time: float
+    rgb: np.ndarray  # H x W x 3 uint8
+
+
+@dataclass
+class AudioChunk:
+    time: float
+    samples: np.ndarray  # float32 mono at AUDIO_RATE
+
+
+@dataclass
+class StreamInfo:
+    has_video: bool
+    has_audio: bool
+    duration_s: float | None
+    fps: float | None
+    width: int | None
+    height: int | None
+    audio_rate: int | None
+
+
+def scaled_size(width: int, height: int, max_side: int) -> tuple[int, int]:
+    """Fit (width, height) inside max_side on the longer side, keeping even dimensions for swscale."""
+    scale = min(1.0, max_side / max(width, height)) if max_side > 0 else 1.0
+    return max(2, int(round(width * scale / 2)) * 2), max(2, int(round(height * scale / 2)) * 2)
+
+
+class MediaDecoder:
+    """Iterates a PyAV container, yielding VideoSample and AudioChunk items in demux order.
+
+    `sample_fps` frames per second are kept (the first frame at or after each sampling instant), scaled so the
+    longer side is at most `max_side`. Times are seconds from the container's start.
+    """
+
+    def __init__(self, container, sample_fps: float = 2.0, max_side: int = 640, decode_threads: int = 0):
+        self.container = container
+        self.sample_fps = sample_fps
+        self.max_side = max_side
+        self.video = container.streams.video[0] if container.streams.video else None
+        self.audio = container.streams.audio[0] if container.streams.audio else None
+        if self.video is None and self.audio is None:
+            raise BadInput("no video or audio stream in the source")
+        if self.video is not None:
+            self.video.thread_type = "AUTO"
+            if decode_threads:
+                self.video.thread_count = decode_threads
+        start = container.start_time
+        self.zero = start / av.time_base if start is not None else None
+        self.frames_decoded = 0
+        self.decode_errors = 0
+        self._next_sample = 0.0
+        self._last_video_t: float | None = None
+        self._resampler = (av.AudioResampler(format="flt", layout="mono", rate=AUDIO_RATE)
+                           if self.audio is not None else None)
+        self._audio_anchor: float | None = None
+        self._audio_emitted = 0
+
+    def info(self) -> StreamInfo:
+        duration = None
+        if self.container.duration is not None and self.container.duration > 0:
+            duration = self.container.duration / av.time_base
+        v = self.video
+        fps = float(v.average_rate) if v is not None and v.average_rate else None
+        return StreamInfo(
+            has_video=v is not None, has_audio=self.audio is not None, duration_s=duration, fps=fps,
+            width=v.codec_context.width if v is not None else None,
+            height=v.codec_context.height if v is not None else None,
+            audio_rate=self.audio.codec_context.sample_rate if self.audio is not None else None,
+        )
+
+    def _rel(self, t: float | None) -> float | None:
+        if t is None:
+            return None
+        if self.zero is None:
+            self.zero = t
+        return t - self.zero
+
+    def __iter__(self) -> Iterator[VideoSample | AudioChunk]:
+        streams = [s for s in (self.video, self.audio) if s is not None]
+        for packet in self.container.demux(streams):
+            try:
+                frames = packet.decode()
+            except av.error.InvalidDataError:
+                self.decode_errors += 1
+                continue
+            for frame in frames:
+                if packet.stream is self.video:
+                    item = self._on_video(frame)
+                else:
+                    item = self._on_audio(frame)
+                if item is not None:
+                    yield item
+        for item in self._flush_audio():
+            yield item
+
+    def _on_video(self, frame) -> VideoSample | None:
+        self.frames_decoded += 1
+        t = self._rel(frame.time)
+        if t is None:  # no timestamp: continue from the last one at the nominal rate
+            rate = float(self.video.average_rate or 30)
+            t = (self._last_video_t + 1.0 / rate) if self._last_video_t is not None else 0.0
+        self._last_video_t = t
+        if t + 1e-6 < self._next_sample:
+            return None
+        step = 1.0 / self.sample_fps
+        # Next sampling instant strictly after t, on the fixed grid k/sample_fps (robust to variable frame rate).
+        self._next_sample = (int(t * self.sample_fps + 1e-6) + 1) * step
+        w, h = scaled_size(frame.width, frame.height, self.max_side)
+        rgb = frame.reformat(width=w, height=h, format="rgb24").to_ndarray()
+        return VideoSample(t, rgb)
+
+    def _on_audio(self, frame) -> AudioChunk | None:
+        t = self._rel(frame.time)
+        out = self._resampler.resample(frame)
+        return self._chunk(out, t)
+
+    def _chunk(self, frames, t: float | None) -> AudioChunk | None:
+        if not frames:
+            return None
+        samples = np.concatenate([f.to_ndarray().reshape(-1) for f in frames]).astype(np.float32, copy=False)
+        expected = None if self._audio_anchor is None else self._audio_anchor + self._audio_emitted / AUDIO_RATE
+        if expected is None or (t is not None and abs(t - expected) > 0.1):
+            # First chunk, or a real discontinuity in the audio clock: re-anchor on the frame's own time.
+            self._audio_anchor = t if t is not None else (expected or 0.0)
+            self._audio_emitted = 0
+            expected = self._audio_anchor
+        self._audio_emitted += samples.size
+        return AudioChunk(expected, samples)
+
+    def _flush_audio(self) -> Iterator[AudioChunk]:
+        if self._resampler is None:
+            return
+        try:
+            out = self._resampler.resample(None)
+        except (ValueError, av.error.FFmpegError):
+            return
+        chunk = self._chunk(out, None)
+        if chunk is not None:
+            yield chunk

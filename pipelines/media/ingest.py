@@ -1,0 +1,357 @@
+"""Ingest: turns a source into a stream of Segments in a background thread.
+
+Live sources (devices, RTSP, HLS) reconnect with exponential backoff and jitter, keep one timeline across
+outages (the lost seconds are reported), and never let latency grow: when the consumer falls behind, the
+oldest segments are dropped and counted. Files are read with backpressure and never drop anything.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import av
+
+from models.errors import BadInput, StreamFailed
+from pipelines.media.decode import MediaDecoder, StreamInfo
+from pipelines.media.policy import redact_text
+from pipelines.media.segment import Segment
+from pipelines.media.segmenter import Segmenter
+from pipelines.media.sources import SourceSpec, open_container
+
+
+class Health(StrEnum):
+    CONNECTING = "connecting"
+    LIVE = "live"
+    RECONNECTING = "reconnecting"
+    FAILED = "failed"
+    ENDED = "ended"
+
+
+@dataclass
+class ReconnectPolicy:
+    """Exponential backoff with jitter, for live sources once they have delivered data: an outage longer than
+    `outage_budget_s` ends the stream. Before the first data a failure ends it at once, unless
+    `retry_before_data` (`--retry`, a camera expected to come up late): then the same backoff and budget apply
+    from the first attempt."""
+
+    initial_s: float = 0.5
+    max_s: float = 8.0
+    factor: float = 2.0
+    jitter: float = 0.3
+    outage_budget_s: float = 30.0
+    retry_before_data: bool = False
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        base = min(self.max_s, self.initial_s * self.factor ** attempt)
+        return base * (1.0 + self.jitter * (2 * rng.random() - 1))
+
+
+@dataclass
+class IngestStats:
+    health: Health = Health.CONNECTING
+    frames_decoded: int = 0
+    segments_emitted: int = 0
+    segments_dropped: int = 0
+    frames_dropped: int = 0
+    reconnects: int = 0
+    lost_intervals: list[tuple[float, float]] = field(default_factory=list)
+    decode_errors: int = 0
+    analysed_until: float = 0.0  # end of the last second emitted (less than the duration if decoding stopped early)
+    last_error: str | None = None
+    failure: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def lost_seconds(self) -> float:
+        return sum(b - a for a, b in self.lost_intervals)
+
+    def to_dict(self) -> dict:
+        return {
+            "health": self.health.value, "frames_decoded": self.frames_decoded,
+            "segments_emitted": self.segments_emitted, "segments_dropped": self.segments_dropped,
+            "frames_dropped": self.frames_dropped, "reconnects": self.reconnects,
+            "lost_intervals": [[round(a, 3), round(b, 3)] for a, b in self.lost_intervals],
+            "lost_seconds": round(self.lost_seconds, 3), "decode_errors": self.decode_errors,
+            "analysed_until": round(self.analysed_until, 3),
+            "last_error": redact_text(self.last_error), "failure": redact_text(self.failure),
+            "warnings": [redact_text(w) for w in self.warnings],
+        }
+
+
+class BoundedBuffer:
+    """A thread-safe FIFO of at most `maxsize` items: blocks the producer, or drops the oldest item (live)."""
+
+    def __init__(self, maxsize: int, drop_oldest: bool):
+        self.maxsize = maxsize
+        self.drop_oldest = drop_oldest
+        self._items: deque = deque()
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def put(self, item, on_drop=None) -> None:
+        with self._cond:
+            while len(self._items) >= self.maxsize and not self._closed:
+                if self.drop_oldest:
+                    dropped = self._items.popleft()
+                    if on_drop is not None:
+                        on_drop(dropped)
+                    break
+                self._cond.wait(0.1)
+            if self._closed:
+                return
+            self._items.append(item)
+            self._cond.notify_all()
+
+    def get(self, timeout: float | None = None):
+        """The next item; raises TimeoutError if none arrives within `timeout`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._items:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError
+                self._cond.wait(remaining if remaining is not None else 0.5)
+            item = self._items.popleft()
+            self._cond.notify_all()
+            return item
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._items)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
+_END = object()
+
+
+class SegmentReader:
+    """Reads `spec` into Segments on a background thread; `get()` returns the next Segment or None at the end.
+
+    Errors that end the stream (bad file, source never reachable, outage past the budget) are raised from
+    `get()` as BadInput/StreamFailed after the segments before them have been delivered.
+    """
+
+    def __init__(self, spec: SourceSpec, source_id: str, sample_fps: float = 2.0, max_side: int = 640,
+                 buffer_segments: int = 8, policy: ReconnectPolicy | None = None, open_timeout_s: float = 10.0,
+                 watchdog_s: float = 5.0, duration_s: float | None = None, seed: int | None = None):
+        self.spec = spec
+        self.source_id = source_id
+        self.sample_fps = sample_fps
+        self.max_side = max_side
+        self.policy = policy or ReconnectPolicy()
+        self.open_timeout_s = open_timeout_s
+        self.watchdog_s = watchdog_s
+        self.duration_s = duration_s
+        self.stats = IngestStats()
+        self.info: StreamInfo | None = None
+        self._buffer = BoundedBuffer(buffer_segments, drop_oldest=spec.live)
+        self._stop = threading.Event()
+        self._rng = random.Random(seed)
+        self._thread = threading.Thread(target=self._run, name=f"ingest-{source_id}", daemon=True)
+        self._info_ready = threading.Event()
+        self._segmenter: Segmenter | None = None
+        self._delivered = False  # the source has sent data: from then on the reconnect policy applies
+        self.timings = {"decode_s": 0.0, "segment_s": 0.0}  # seconds the reader thread spent in each
+
+    def start(self) -> SegmentReader:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the reader to finish: it flushes what it has and ends the stream (within `watchdog_s`)."""
+        self._stop.set()
+
+    def wait_info(self, timeout: float) -> StreamInfo | None:
+        """Block until the first connection is made (or failed); returns the stream info if known."""
+        self._info_ready.wait(timeout)
+        return self.info
+
+    def get(self, timeout: float | None = None) -> Segment | None:
+        item = self._buffer.get(timeout)
+        if item is _END:
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    # -- producer side -------------------------------------------------------------------------------
+    def _emit(self, seg: Segment) -> None:
+        seg.dropped_before = self.stats.frames_dropped
+        self.stats.segments_emitted += 1
+        self.stats.analysed_until = max(self.stats.analysed_until, float(seg.end))
+        self._buffer.put(seg, on_drop=self._on_drop)
+
+    def _on_drop(self, seg) -> None:
+        if isinstance(seg, Segment):
+            self.stats.segments_dropped += 1
+            self.stats.frames_dropped += len(seg.frames)
+
+    def _finish(self, error: BaseException | None = None) -> None:
+        if error is not None:
+            self._buffer.put(error)
+        self._buffer.put(_END)
+        self._info_ready.set()
+
+    def _run(self) -> None:
+        try:
+            if self.spec.live:
+                self._run_live()
+            else:
+                self._run_once()
+        except BadInput as exc:
+            self.stats.health = Health.FAILED
+            self.stats.failure = str(exc)
+            self._finish(exc)
+            return
+        except Exception as exc:  # an internal failure: surface it to the consumer, do not hang it
+            self.stats.health = Health.FAILED
+            self.stats.failure = f"internal error: {exc!r}"
+            self._finish(exc)
+            return
+        if self.stats.health is not Health.FAILED:
+            self.stats.health = Health.ENDED
+        self._finish()
+
+    def _connect(self) -> tuple[object, MediaDecoder]:
+        container = open_container(self.spec, self.open_timeout_s, self.watchdog_s)
+        try:
+            decoder = MediaDecoder(container, self.sample_fps, self.max_side)
+        except BadInput:
+            container.close()
+            raise
+        info = decoder.info()
+        if self.info is None:
+            self.info = info
+        return container, decoder
+
+    def _run_once(self) -> None:
+        container, decoder = self._connect()
+        self._info_ready.set()
+        self.stats.health = Health.LIVE
+        seg = Segmenter(self.source_id, decoder.video is not None, decoder.audio is not None)
+        self._segmenter = seg
+        try:
+            self._pump(decoder, seg)
+        except (av.error.FFmpegError, OSError) as exc:
+            # A truncated or partly corrupt file: keep what decoded, say what happened.
+            if self.stats.segments_emitted == 0 and seg.last_time == 0:
+                raise BadInput(f"{self.spec.name}: cannot decode ({' '.join(str(exc).split())[:160]})") from None
+            self.stats.warnings.append(f"decoding stopped early at {seg.last_time:.1f} s: {exc}")
+        finally:
+            self.stats.decode_errors += decoder.decode_errors
+            container.close()
+        for s in seg.flush(final=True):
+            self._emit(s)
+        if self.stats.segments_emitted == 0:
+            raise BadInput(f"{self.spec.name}: no decodable audio or video")
+
+    def _pump(self, decoder: MediaDecoder, seg: Segmenter) -> None:
+        base = self.stats.frames_decoded
+        items = iter(decoder)
+        while True:
+            t0 = time.perf_counter()
+            item = next(items, _END)
+            t1 = time.perf_counter()
+            self.timings["decode_s"] += t1 - t0  # demux, decode, sampled RGB, audio resampling (and network waits)
+            if item is _END:
+                return
+            self._delivered = True
+            self.stats.frames_decoded = base + decoder.frames_decoded  # live count for progress and health
+            if self._stop.is_set():
+                return
+            done = list(seg.push(item))
+            self.timings["segment_s"] += time.perf_counter() - t1
+            for s in done:
+                self._emit(s)
+            if self.duration_s is not None and seg.last_time >= self.duration_s:
+                return
+
+    def _run_live(self) -> None:
+        seg: Segmenter | None = None
+        attempt = 0
+        outage_started = time.monotonic()  # before the first data: since the first attempt
+        lost_from = 0.0
+        while not self._stop.is_set():
+            self.stats.health = Health.RECONNECTING if self._delivered else Health.CONNECTING
+            try:
+                container, decoder = self._connect()
+            except BadInput as exc:
+                self.stats.last_error = str(exc)
+                attempt += 1
+                if not self._delivered and not self.policy.retry_before_data:
+                    raise StreamFailed(f"{self.spec.name}: could not connect ({_reason(exc, self.spec)})") from None
+                if time.monotonic() - outage_started > self.policy.outage_budget_s:
+                    if not self._delivered:
+                        raise StreamFailed(f"{self.spec.name}: did not come up within "
+                                           f"{self.policy.outage_budget_s:g} s ({_reason(exc, self.spec)})") from None
+                    self.stats.failure = (f"stream stopped sending at {lost_from:.1f} s and did not come back "
+                                          f"within {self.policy.outage_budget_s:.0f} s")
+                    self.stats.health = Health.FAILED
+                    return
+                self._stop.wait(self.policy.delay(attempt - 1, self._rng))
+                continue
+            self._info_ready.set()
+            if seg is None:
+                seg = Segmenter(self.source_id, decoder.video is not None, decoder.audio is not None)
+                self._segmenter = seg
+            elif self._delivered:
+                # Same timeline across the outage: skip the seconds that were lost.
+                outage = time.monotonic() - outage_started
+                resume = int(math.ceil(lost_from + outage))
+                self.stats.lost_intervals.append((lost_from, float(resume)))
+                self.stats.reconnects += 1
+                seg.reset_streams(decoder.video is not None, decoder.audio is not None)
+                seg.skip_to(resume)
+                seg.offset = float(resume)
+                seg.last_time = float(resume)
+            else:  # connected before without data: start the timeline afresh
+                seg = Segmenter(self.source_id, decoder.video is not None, decoder.audio is not None)
+                self._segmenter = seg
+            attempt = 0
+            self.stats.health = Health.LIVE
+            try:
+                self._pump(decoder, seg)
+                ended_cleanly = True
+            except (av.error.FFmpegError, OSError, TimeoutError) as exc:
+                self.stats.last_error = " ".join(str(exc).split())[:200]
+                ended_cleanly = False
+            finally:
+                self.stats.decode_errors += decoder.decode_errors
+                try:
+                    container.close()
+                except Exception:  # closing a broken network container can fail; nothing to recover
+                    pass
+            done = self._stop.is_set() or (self.duration_s is not None and seg.last_time >= self.duration_s)
+            for s in seg.flush(final=done):
+                self._emit(s)
+            if done:
+                return
+            if ended_cleanly and self.stats.last_error is None:
+                self.stats.last_error = "source ended"
+            if not self._delivered and not self.policy.retry_before_data:
+                raise StreamFailed(f"{self.spec.name}: connected but no data arrived ({self.stats.last_error})")
+            if not self._delivered:
+                if time.monotonic() - outage_started > self.policy.outage_budget_s:
+                    raise StreamFailed(f"{self.spec.name}: sent no data within {self.policy.outage_budget_s:g} s "
+                                       f"({self.stats.last_error})")
+                self._stop.wait(self.policy.delay(0, self._rng))
+            lost_from = seg.last_time
+            if self._delivered:  # before the first data the budget runs from the first attempt
+                outage_started = time.monotonic()
+
+
+def _reason(exc: BaseException, spec: SourceSpec) -> str:
+    """The cause without the source's name repeated."""
+    text = str(exc)
+    prefix = f"{spec.name}: "
+    return redact_text(text[len(prefix):] if text.startswith(prefix) else text)

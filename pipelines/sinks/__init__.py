@@ -1,0 +1,1 @@
+"""Results out: the result builder, the SQLite store, webhooks, exporters, the feature cache."""

@@ -1,0 +1,81 @@
+"""Assembles the design's result schema from the per-second outputs of the parser."""
+
+from __future__ import annotations
+
+import time
+
+from pipelines.stages.record import Second
+
+SCHEMA_VERSION = 1
+
+
+class ResultBuilder:
+    def __init__(self, source: str):
+        self.source = source
+        self.events: list[dict] = []
+        self.transcript: list[dict] = []
+        self.moments: list[dict] = []
+        self.alerts: list[dict] = []
+        self.seconds = 0
+        self.last_end = 0.0
+        self.latencies: list[float] = []
+        self.seconds_log: list[dict] = []
+
+    def add(self, record: Second) -> None:
+        self.events.extend(record.events_closed)
+        self.transcript.extend(record.transcript)
+        self.alerts.extend(record.alerts)
+        self.moments.extend(record.moments)
+        if record.index is not None:
+            self.seconds_log.append(second_record(record))
+            self.seconds += 1
+            self.last_end = max(self.last_end, record.end)
+            if record.emitted_wall:
+                self.latencies.append(time.time() - record.emitted_wall)
+
+    def build(self, duration_s: float | None, has_audio: bool, has_video: bool, wall_s: float,
+              ingest: dict | None = None, extra: dict | None = None) -> dict:
+        duration = round(duration_s if duration_s else self.last_end, 3)
+        events = sorted(self.events, key=lambda e: (e["start"], e["end"], e["label"]))
+        transcript = sorted(({"start": t["start"], "end": t["end"], "text": t["text"],
+                              **({"words": t["words"]} if t.get("words") else {})} for t in self.transcript),
+                            key=lambda t: t["start"])
+        result = {
+            "schema_version": SCHEMA_VERSION,
+            "source": self.source,
+            "duration_s": duration,
+            "has_audio": has_audio,
+            "has_video": has_video,
+            "events": events,
+            "transcript": transcript,
+            "moments": self.moments,
+            "alerts": sorted(self.alerts, key=lambda a: a["time"]),
+            "seconds": sorted(self.seconds_log, key=lambda r: r["t"]),
+            "timings": {"wall_s": round(wall_s, 3),
+                        "realtime_factor": round(duration / wall_s, 3) if wall_s > 0 else None},
+        }
+        if ingest is not None:
+            result["ingest"] = ingest
+        if extra:
+            result.update(extra)
+        return result
+
+
+def second_record(second: Second) -> dict:
+    """What was seen and heard in one second, compactly, for the result's `seconds` list and the dashboard."""
+    vis = second.visual or {}
+    record = {"t": second.start, "speech": round(float(second.speech_prob), 2),
+              "audio_tags": dict(list((second.tags or {}).items())[:3])}
+    if second.anticipation:
+        record["anticipation"] = second.anticipation
+    if vis:
+        record.update({"persons": vis.get("persons", 0), "objects": vis.get("objects", {}),
+                       "faces": vis.get("faces", 0), "motion": vis.get("motion"),
+                       "postures": [p.get("posture") for p in vis.get("pose", [])],
+                       "camera_trouble": vis.get("camera_trouble")})
+    return record
+
+
+def stable_view(result: dict) -> dict:
+    """The result without run-dependent fields (timings, ingest counters), for comparing two runs."""
+    return {k: v for k, v in result.items() if k not in ("timings", "ingest")}

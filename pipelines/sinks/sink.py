@@ -1,0 +1,71 @@
+"""Where each second's record goes, for both runners: the result builder, the webhook, the store's rows (as
+they close) and a feed for live subscribers."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from pipelines.sinks.results import ResultBuilder
+from pipelines.sinks.webhooks import WebhookConfig, WebhookSender
+from pipelines.stages.record import Second
+
+
+class Sink:
+    """Collects one source's records; `result()` builds the design's result schema when the stream ends.
+
+    With `job_id` and `db_path`, closed rows are appended to that store as they come; `feed_size` > 0 keeps
+    the last records for live subscribers (`feed_since`).
+    """
+
+    def __init__(self, source: str, job_id: str | None = None, db_path: str | None = None, feed_size: int = 0,
+                 webhook: WebhookConfig | None = None):
+        self.builder = ResultBuilder(source)
+        self.webhook = WebhookSender(webhook, source) if webhook is not None and webhook.url else None
+        self.job_id = job_id
+        self.store = None
+        if db_path and job_id:
+            from pipelines.sinks.store import Store
+            self.store = Store(db_path)
+        self.feed: deque | None = deque(maxlen=feed_size) if feed_size > 0 else None
+        self.seq = 0
+        self.write_s = 0.0  # seconds spent taking records (result rows, store, webhook queue, feed)
+
+    def write(self, record: Second) -> int:
+        """Take one record; returns its second's index (-1 for the final record)."""
+        t0 = time.perf_counter()
+        try:
+            return self._write(record)
+        finally:
+            self.write_s += time.perf_counter() - t0
+
+    def _write(self, record: Second) -> int:
+        self.builder.add(record)
+        if self.webhook is not None:
+            self.webhook.offer(record)
+        if self.store is not None:
+            self.store.append_rows(self.job_id, self.builder.source, record.events_closed, record.transcript,
+                                   record.alerts)
+        self.seq += 1
+        if self.feed is not None:
+            self.feed.append((self.seq, {"time": record.end, "events": record.events_closed,
+                                         "moments": record.moments, "transcript": record.transcript,
+                                         "tags": record.tags, "alerts": record.alerts, "visual": record.visual}))
+        return record.index if record.index is not None else -1
+
+    def feed_since(self, seq: int) -> list:
+        return [item for item in self.feed or () if item[0] > seq]
+
+    def latencies(self) -> list[float]:
+        return list(self.builder.latencies)
+
+    def result(self, duration_s: float | None, has_audio: bool, has_video: bool, wall_s: float,
+               ingest: dict | None, timings: dict | None = None) -> dict:
+        """The result; `timings` (from `graph.stage_timings`, plus e.g. `node_id`) joins `result["timings"]`,
+        with the sink's own seconds added to `timings.stages`."""
+        extra = {"webhook": self.webhook.close()} if self.webhook is not None else None
+        result = self.builder.build(duration_s, has_audio, has_video, wall_s, ingest, extra)
+        if timings is not None:
+            result["timings"].update(timings)
+            result["timings"].setdefault("stages", {})["sink_s"] = round(self.write_s, 4)
+        return result

@@ -1,0 +1,272 @@
+"""SQLite storage (WAL mode) for sources, jobs, events, transcripts, moments and alerts, and the grounding
+index's per-second features and coarse windows (`pipelines.sinks.grounding_index`). All of Foresight's SQL is
+here, behind methods.
+
+A job's rows are replaced in one transaction when its result is saved, so a process killed at any point
+leaves either the previous state or the new one, never half a result: that is what makes batch resumable.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sources (
+    id TEXT PRIMARY KEY, uri TEXT NOT NULL, kind TEXT NOT NULL, created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, source TEXT NOT NULL, key TEXT,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),
+    progress REAL NOT NULL DEFAULT 0, error TEXT, result_json TEXT,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_key ON jobs(key);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, label TEXT NOT NULL,
+    modality TEXT NOT NULL, start REAL NOT NULL, "end" REAL NOT NULL, confidence REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_job ON events(job_id);
+CREATE TABLE IF NOT EXISTS transcript (
+    id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, start REAL NOT NULL,
+    "end" REAL NOT NULL, text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS transcript_job ON transcript(job_id);
+CREATE TABLE IF NOT EXISTS moments (
+    id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, query TEXT NOT NULL,
+    start REAL NOT NULL, "end" REAL NOT NULL, score REAL NOT NULL, weights_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS alerts (
+    id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, time REAL NOT NULL,
+    severity TEXT NOT NULL, rule TEXT NOT NULL, reason TEXT NOT NULL, lead_time_s REAL,
+    evidence_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS grounding_clips (
+    source_id TEXT PRIMARY KEY, num_seconds INTEGER NOT NULL, transcript TEXT NOT NULL, events TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS grounding_seconds (
+    source_id TEXT NOT NULL, t INTEGER NOT NULL, visual BLOB, audio BLOB, speech BLOB,
+    mask INTEGER NOT NULL, text TEXT NOT NULL DEFAULT '', PRIMARY KEY (source_id, t)
+);
+CREATE TABLE IF NOT EXISTS grounding_windows (
+    source_id TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL, vec BLOB NOT NULL,
+    present INTEGER NOT NULL, PRIMARY KEY (source_id, start)
+);
+CREATE TABLE IF NOT EXISTS grounding_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+GROUNDING_TABLES = ("grounding_clips", "grounding_seconds", "grounding_windows")
+
+
+class Store:
+    """A thread-safe handle on one SQLite database file."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self.db = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=30000")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+    def _tx(self, fn):
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(self.db)
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+            return out
+
+    # -- sources and jobs --------------------------------------------------------------------------------
+    def add_source(self, uri: str, kind: str, source_id: str | None = None) -> str:
+        sid = source_id or uuid.uuid4().hex[:12]
+        self._tx(lambda db: db.execute("INSERT OR REPLACE INTO sources VALUES (?,?,?,?)", (sid, uri, kind, time.time())))
+        return sid
+
+    def create_job(self, kind: str, source: str, key: str | None = None, job_id: str | None = None) -> str:
+        jid = job_id or uuid.uuid4().hex
+        now = time.time()
+        self._tx(lambda db: db.execute(
+            "INSERT INTO jobs (id, kind, source, key, status, progress, created_at, updated_at) "
+            "VALUES (?,?,?,?,'queued',0,?,?)", (jid, kind, source, key, now, now)))
+        return jid
+
+    def job(self, job_id: str) -> dict | None:
+        with self._lock:
+            row = self.db.execute("SELECT * FROM jobs WHERE id=?", (job_id,)).fetchone()
+        return dict(row) if row else None
+
+    def job_by_key(self, key: str) -> dict | None:
+        with self._lock:
+            row = self.db.execute("SELECT * FROM jobs WHERE key=? ORDER BY updated_at DESC LIMIT 1", (key,)).fetchone()
+        return dict(row) if row else None
+
+    def update_job(self, job_id: str, *, status: str | None = None, progress: float | None = None,
+                   error: str | None = None) -> None:
+        sets, args = ["updated_at=?"], [time.time()]
+        for col, val in (("status", status), ("progress", progress), ("error", error)):
+            if val is not None:
+                sets.append(f"{col}=?")
+                args.append(val)
+        self._tx(lambda db: db.execute(f"UPDATE jobs SET {', '.join(sets)} WHERE id=?", (*args, job_id)))
+
+    def unfinished_job_ids(self, kind: str) -> list[str]:
+        """Jobs of `kind` still queued or running."""
+        with self._lock:
+            return [r[0] for r in self.db.execute(
+                "SELECT id FROM jobs WHERE status IN ('queued', 'running') AND kind=?", (kind,))]
+
+    def count_jobs(self, statuses: Iterable[str]) -> int:
+        statuses = list(statuses)
+        with self._lock:
+            q = f"SELECT COUNT(*) FROM jobs WHERE status IN ({','.join('?' * len(statuses))})"
+            return int(self.db.execute(q, statuses).fetchone()[0])
+
+    # -- results -------------------------------------------------------------------------------------------
+    def save_result(self, job_id: str, result: dict) -> None:
+        """Replace every row of `job_id` with `result` and mark the job done, atomically."""
+        source = result.get("source", "")
+
+        def write(db: sqlite3.Connection) -> None:
+            for table in ("events", "transcript", "moments", "alerts"):
+                db.execute(f"DELETE FROM {table} WHERE job_id=?", (job_id,))
+            _insert_rows(db, job_id, source, result.get("events", []), result.get("transcript", []),
+                         result.get("alerts", []))
+            db.executemany('INSERT INTO moments (job_id, source, query, start, "end", score, weights_json) '
+                           "VALUES (?,?,?,?,?,?,?)",
+                           [(job_id, source, m["query"], m["start"], m["end"], m["score"],
+                             json.dumps(m.get("modality_weights", {}))) for m in result.get("moments", [])])
+            db.execute("UPDATE jobs SET status='done', progress=1, error=NULL, result_json=?, updated_at=? "
+                       "WHERE id=?", (json.dumps(result), time.time(), job_id))
+
+        self._tx(write)
+
+    def result(self, job_id: str) -> dict | None:
+        job = self.job(job_id)
+        if not job or not job["result_json"]:
+            return None
+        return json.loads(job["result_json"])
+
+    def append_rows(self, job_id: str, source: str, events: list[dict], transcript: list[dict],
+                    alerts: list[dict] | None = None) -> None:
+        """Incremental writes from a live sink (rows are final once written)."""
+        if not events and not transcript and not alerts:
+            return
+
+        self._tx(lambda db: _insert_rows(db, job_id, source, events, transcript, alerts or []))
+
+    def rows(self, table: str, job_id: str) -> list[dict]:
+        if table not in ("events", "transcript", "moments", "alerts"):
+            raise ValueError(f"unknown table {table}")
+        with self._lock:
+            return [dict(r) for r in self.db.execute(f"SELECT * FROM {table} WHERE job_id=? ORDER BY id", (job_id,))]
+
+
+    def text_rows(self, job_ids: list[str] | None = None) -> tuple[list[tuple], list[tuple]]:
+        """Transcript rows `(job_id, source, text, start, end)` and event rows
+        `(job_id, source, label, modality, start, end)` of the given jobs (default: all)."""
+        where, args = "", []
+        if job_ids:
+            where = f" WHERE job_id IN ({','.join('?' * len(job_ids))})"
+            args = list(job_ids)
+        with self._lock:
+            speech = self.db.execute(f'SELECT job_id, source, text, start, "end" FROM transcript{where}', args).fetchall()
+            events = self.db.execute(f'SELECT job_id, source, label, modality, start, "end" FROM events{where}',
+                                     args).fetchall()
+        return [tuple(r) for r in speech], [tuple(r) for r in events]
+
+    # -- grounding index ---------------------------------------------------------------------------------
+    def grounding_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self.db.execute("SELECT value FROM grounding_meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_grounding_meta(self, values: dict[str, str]) -> None:
+        self._tx(lambda db: db.executemany("INSERT OR REPLACE INTO grounding_meta(key, value) VALUES (?, ?)",
+                                           list(values.items())))
+
+    def grounding_sources(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self.db.execute("SELECT source_id FROM grounding_clips ORDER BY source_id")]
+
+    def grounding_seconds_total(self) -> int:
+        with self._lock:
+            return int(self.db.execute("SELECT COALESCE(SUM(num_seconds), 0) FROM grounding_clips").fetchone()[0])
+
+    def put_grounding_clip(self, source_id: str, num_seconds: int, transcript: list, events: list,
+                           second_rows: list[tuple], window_rows: list[tuple]) -> None:
+        """Replace a source's clip row, per-second rows and coarse windows, atomically."""
+
+        def write(db: sqlite3.Connection) -> None:
+            _delete_grounding(db, source_id)
+            db.execute("INSERT INTO grounding_clips VALUES (?, ?, ?, ?)",
+                       (source_id, num_seconds, json.dumps(transcript), json.dumps(events)))
+            db.executemany("INSERT INTO grounding_seconds VALUES (?, ?, ?, ?, ?, ?, ?)", second_rows)
+            db.executemany("INSERT INTO grounding_windows VALUES (?, ?, ?, ?, ?)", window_rows)
+
+        self._tx(write)
+
+    def remove_grounding_clip(self, source_id: str) -> None:
+        self._tx(lambda db: _delete_grounding(db, source_id))
+
+    def replace_grounding_windows(self, window_rows: list[tuple]) -> None:
+        """Every source's coarse windows at once (after a model or window-layout change)."""
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM grounding_windows")
+            db.executemany("INSERT INTO grounding_windows VALUES (?, ?, ?, ?, ?)", window_rows)
+
+        self._tx(write)
+
+    def grounding_clip(self, source_id: str) -> tuple[int, list, list] | None:
+        """`(num_seconds, transcript, events)` of an indexed source, or None."""
+        with self._lock:
+            row = self.db.execute("SELECT num_seconds, transcript, events FROM grounding_clips WHERE source_id=?",
+                                  (source_id,)).fetchone()
+        return None if row is None else (int(row[0]), json.loads(row[1]), json.loads(row[2]))
+
+    def grounding_seconds(self, source_id: str, start: int, end: int) -> list[tuple]:
+        """`(visual, audio, speech, mask)` blobs of seconds `[start, end)` of a source, in order."""
+        with self._lock:
+            return [tuple(r) for r in self.db.execute(
+                "SELECT visual, audio, speech, mask FROM grounding_seconds WHERE source_id=? AND t>=? AND t<? "
+                "ORDER BY t", (source_id, start, end))]
+
+    def grounding_windows(self) -> list[tuple]:
+        """`(source_id, start, end, vec, present)` of every coarse window, by source and start."""
+        with self._lock:
+            return [tuple(r) for r in self.db.execute(
+                "SELECT source_id, start, end, vec, present FROM grounding_windows ORDER BY source_id, start")]
+
+
+def _delete_grounding(db: sqlite3.Connection, source_id: str) -> None:
+    for table in GROUNDING_TABLES:
+        db.execute(f"DELETE FROM {table} WHERE source_id=?", (source_id,))
+
+
+def _insert_rows(db: sqlite3.Connection, job_id: str, source: str, events: list[dict], transcript: list[dict],
+                 alerts: list[dict]) -> None:
+    db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence) '
+                   "VALUES (?,?,?,?,?,?,?)",
+                   [(job_id, source, e["label"], e["modality"], e["start"], e["end"], e["confidence"])
+                    for e in events])
+    db.executemany('INSERT INTO transcript (job_id, source, start, "end", text) VALUES (?,?,?,?,?)',
+                   [(job_id, source, t["start"], t["end"], t["text"]) for t in transcript])
+    db.executemany("INSERT INTO alerts (job_id, source, time, severity, rule, reason, lead_time_s, "
+                   "evidence_json) VALUES (?,?,?,?,?,?,?,?)",
+                   [(job_id, source, a["time"], a["severity"], a["rule"], a["reason"], a.get("lead_time_s"),
+                     json.dumps(a.get("evidence", []))) for a in alerts])

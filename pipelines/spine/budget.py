@@ -1,0 +1,99 @@
+"""Opt-in latency budget for the live spine: a controller picks, each second, the perception tier and frame
+rate, and the ingest applies it to the segment before the stages see it (default off: `AnalyzeOptions.budget`
+is None and nothing here runs).
+
+The tier "speech+tags" hands the visual stage a segment without frames (it reports the second as unavailable),
+and a rate below the decoder's `sample_fps` keeps only the frames on that coarser time grid. The outcome of each
+second (latency from the segment's end to its final result, and whether speech or people were seen) is fed back
+to the controller from a completion callback, so measuring adds no waiting to the ingest loop.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, replace
+
+from pipelines.media.segment import Segment
+from pipelines.stages.record import Second
+
+
+@dataclass(frozen=True)
+class LatencyBudget:
+    """Mean latency per second the controller keeps to; `mode` "strict" (zero violation) or "relaxed"."""
+
+    latency_s: float = 1.0
+    mode: str = "strict"
+    seed: int = 0
+
+
+def thin_frames(seg: Segment, tier: str, fps: float, last_bucket: int) -> tuple[Segment, int]:
+    """The segment as the visual stage should see it, and the last time bucket (of width 1/fps) kept so far."""
+    if tier != "full" or fps <= 0:
+        return replace(seg, frames=[], frame_times=[]), last_bucket
+    frames, times = [], []
+    for frame, t in zip(seg.frames, seg.frame_times, strict=True):
+        bucket = math.floor(t * fps + 1e-6)
+        if bucket > last_bucket:
+            frames.append(frame)
+            times.append(t)
+            last_bucket = bucket
+    return replace(seg, frames=frames, frame_times=times), last_bucket
+
+
+def busy_second(record: Second) -> bool:
+    """Speech or people in a second's final record: the scene-activity flag of the controller's state."""
+    visual = record.visual or {}
+    return bool(record.speech_prob >= 0.5 or record.transcript or visual.get("persons"))
+
+
+class BudgetHook:
+    """The ingest-side adapter: `apply` before a segment is dispatched, `track` with its final result's future."""
+
+    def __init__(self, budget: LatencyBudget, sample_fps: float, controller=None):
+        if controller is None:
+            from models.cmdp.controller import BudgetConfig, BudgetController
+
+            controller = BudgetController(BudgetConfig(latency_budget_s=budget.latency_s, mode=budget.mode,
+                                                       max_fps=sample_fps, seed=budget.seed))
+        self.controller = controller
+        self.lock = threading.Lock()
+        self.done: list[tuple[int, float, bool]] = []
+        self.last_bucket = -1
+        self.decisions: dict[str, int] = {}
+        self.observed = 0
+
+    def apply(self, seg: Segment) -> Segment:
+        self._drain()
+        action = self.controller.decide(seg.index)
+        key = f"{action.tier}@{action.fps:g}"
+        self.decisions[key] = self.decisions.get(key, 0) + 1
+        thinned, self.last_bucket = thin_frames(seg, action.tier, action.fps, self.last_bucket)
+        return thinned
+
+    def track(self, seg: Segment, future) -> None:
+        """`future` (e.g. `ref.future()`) resolves to the second's final record."""
+        index, emitted = seg.index, seg.emitted_wall
+
+        def finished(f) -> None:
+            try:
+                record = f.result()
+            except Exception:  # a failed second is not an observation; the stream goes on
+                return
+            with self.lock:
+                self.done.append((index, time.time() - emitted, busy_second(record or Second())))
+
+        future.add_done_callback(finished)
+
+    def _drain(self) -> None:
+        with self.lock:
+            done, self.done = self.done, []
+        for index, latency, busy in sorted(done):
+            self.controller.observe(index, latency, busy)
+        self.observed += len(done)
+
+    def summary(self) -> dict:
+        self._drain()
+        return {"decisions": dict(self.decisions), "observed": self.observed,
+                "lambda": round(self.controller.learner.lam, 3)}

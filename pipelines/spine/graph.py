@@ -1,0 +1,119 @@
+"""The stage graph, declared once and run by both runners (Ray actors in `actors.py`, inline in `inline.py`).
+
+Every second, speech, audio and visual read the segment; the parser fills the second's record from their
+outputs; grounding (only with queries or an index) and safety add to the record; the sink takes it. At the
+end of the stream each node with a `finish` closes what it holds, in the same order, which yields the final
+record. A runner only decides how a call is made (an actor method call with ObjectRefs, or a plain call).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pipelines.spine.options import AnalyzeOptions
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    stage: str  # "module:Class"; the class takes the config named by `config`
+    config: str  # the AnalyzeOptions field the stage is built from: "stages" or "grounding"
+    inputs: tuple[str, ...]  # process() arguments: "segment", "record" or an earlier node's output
+    output: str  # the name process() and finish() results go by
+    finish: tuple[str, ...] | None = None  # finish() arguments; None: the stage holds nothing to close
+    optional: bool = False  # present only when its config is `enabled`
+
+
+GRAPH: tuple[Node, ...] = (
+    Node("speech", "pipelines.stages.speech:SpeechStage", "stages", ("segment",), "speech", finish=()),
+    Node("audio", "pipelines.stages.audio:AudioStage", "stages", ("segment",), "audio"),
+    Node("visual", "pipelines.stages.visual:VisualStage", "stages", ("segment",), "visual"),
+    Node("parser", "pipelines.stages.parser:ParserStage", "stages", ("record", "speech", "audio", "visual"),
+         "record", finish=("speech",)),
+    Node("grounding", "pipelines.stages.grounding:GroundingStage", "grounding", ("record", "audio", "visual"),
+         "record", finish=("record",), optional=True),
+    Node("safety", "pipelines.stages.safety:SafetyStage", "stages", ("record",), "record", finish=("record",)),
+)
+
+Call = Callable[[Node, str, list], Any]  # (node, "process" or "finish", arguments) -> result or its handle
+
+
+def nodes(options: AnalyzeOptions) -> list[Node]:
+    """The graph's nodes that run under `options`."""
+    return [n for n in GRAPH if not n.optional or getattr(options, n.config).enabled]
+
+
+def node_config(node: Node, options: AnalyzeOptions):
+    return getattr(options, node.config)
+
+
+def build_stage(node: Node, config) -> Any:
+    """A fresh stage object for `node` from its config."""
+    module, cls = node.stage.split(":")
+    return getattr(importlib.import_module(module), cls)(config)
+
+
+def step(graph: list[Node], call: Call, segment, record) -> Any:
+    """Run one second through the graph; returns the record (or the runner's handle on it)."""
+    values = {"segment": segment, "record": record}
+    for node in graph:
+        values[node.output] = call(node, "process", [values[name] for name in node.inputs])
+    return values["record"]
+
+
+def finish(graph: list[Node], call: Call) -> Any:
+    """Close every node that holds something, in graph order; returns the final record (or its handle)."""
+    values: dict[str, Any] = {}
+    for node in graph:
+        if node.finish is not None:
+            values[node.output] = call(node, "finish", [values[name] for name in node.finish])
+    return values["record"]
+
+
+# -- where the time goes (`timings.stages` in the result) ---------------------------------------------------
+
+
+def stage_parts(stage: Any) -> dict[str, float]:
+    """The seconds a stage reports for its parts so far (`timings()`: VAD and ASR, tagger, detector, ...)."""
+    report = getattr(stage, "timings", None)
+    return dict(report()) if report is not None else {}
+
+
+class StageClock:
+    """Seconds one analysis spends in each node's calls, and in the parts its stages report. Stages reused
+    from an earlier source (`StageCache`) count from `start`."""
+
+    def __init__(self) -> None:
+        self.busy: dict[str, float] = {}
+        self._base: dict[str, dict[str, float]] = {}
+
+    def start(self, stages: dict[str, Any]) -> StageClock:
+        self._base = {name: stage_parts(stage) for name, stage in stages.items()}
+        return self
+
+    def call(self, name: str, stage: Any, method: str, args: list) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return getattr(stage, method)(*args)
+        finally:
+            self.busy[name] = self.busy.get(name, 0.0) + time.perf_counter() - t0
+
+    def parts(self, name: str, stage: Any) -> dict[str, float]:
+        base = self._base.get(name, {})
+        return {k: v - base.get(k, 0.0) for k, v in stage_parts(stage).items()}
+
+
+def stage_timings(reader: dict[str, float], busy: dict[str, float], parts: dict[str, dict[str, float]],
+                  ray: dict[str, float] | None = None) -> dict:
+    """`timings.stages` (seconds: decode and segmenter, each node, Ray submit and wait; the sink adds its own)
+    and `timings.stages_detail` (each stage's parts, included in its total)."""
+    stages = {"decode_s": reader.get("decode_s", 0.0), "segment_s": reader.get("segment_s", 0.0)}
+    stages.update({f"{name}_s": seconds for name, seconds in busy.items()})
+    if ray is not None:
+        stages.update({"ray_submit_s": ray.get("submit_s", 0.0), "ray_wait_s": ray.get("wait_s", 0.0)})
+    detail = {name: {k: round(max(0.0, v), 4) for k, v in p.items()} for name, p in parts.items() if p}
+    return {"stages": {k: round(max(0.0, v), 4) for k, v in stages.items()}, "stages_detail": detail}

@@ -1,0 +1,171 @@
+"""Analysis of one source on the Ray actor spine: `Pipeline` starts the stage graph's actors for a source,
+`analyze` runs it to the end. `analyze_inline` (in `inline.py`) runs the same graph in one process.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+from models.errors import BadInput
+from pipelines.media.preflight import check_source, probe  # noqa: F401  (probe: the file check, re-exported)
+from pipelines.media.sources import SourceSpec, parse_source
+from pipelines.spine import graph
+from pipelines.spine.options import AnalyzeOptions
+from pipelines.stages.grounding import checkpoint_path
+from pipelines.stages.parser import prefm_checkpoint
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """Ray wraps actor exceptions; return the user-facing cause when it is one of ours."""
+    cause = getattr(exc, "cause", None)
+    while cause is not None and not isinstance(cause, BadInput) and getattr(cause, "cause", None) is not None:
+        cause = cause.cause
+    return cause if isinstance(cause, BadInput) else exc
+
+
+class Pipeline:
+    """A running actor pipeline for one source. `wait()` blocks until the stream ends and returns the result.
+
+    `actors` maps each graph node's name to its actor; `sink` and `ingest` are the sink and ingest actors.
+    """
+
+    def __init__(self, source: str, options: AnalyzeOptions | None = None, job_id: str | None = None,
+                 db_path: str | None = None, source_id: str | None = None, source_checked: bool = False):
+        import ray
+
+        from pipelines.spine.actors import IngestActor, SinkActor, StageActor
+        from pipelines.spine.runtime import ensure_ray
+
+        self.options = options = options or AnalyzeOptions()
+        self.spec: SourceSpec = parse_source(source, options.rtsp_transport, options.live)
+        if not source_checked:  # fail fast on bad input, before Ray and models
+            check_source(self.spec, options.open_timeout_s, network=not options.reconnect.retry_before_data)
+        if options.grounding.enabled:
+            checkpoint_path(options.grounding.checkpoint)
+        prefm_checkpoint(options.stages)  # a PreFM checkpoint asked for but missing: say so before starting
+        ensure_ray()
+        self.started = time.perf_counter()
+        self.nodes = graph.nodes(options)
+        self.actors = {node.name: StageActor.remote(node, graph.node_config(node, options)) for node in self.nodes}
+        self.sink = SinkActor.remote(self.spec.name, job_id, db_path, webhook=options.webhook)
+        self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
+                                         options.max_side, options.duration_s, options.reconnect,
+                                         options.watchdog_s, options.open_timeout_s, budget=options.budget)
+        try:
+            ray.get([a.ready.remote() for a in [*self.actors.values(), self.sink]])
+        except ray.exceptions.RayActorError as exc:
+            self.close()
+            cause = _unwrap(exc)
+            if isinstance(cause, BadInput):
+                raise cause from None
+            raise RuntimeError(f"a model actor failed to start: {exc}") from None
+        self.run_ref = self.ingest.run.remote(self.nodes, self.actors, self.sink)
+        self._ray = ray
+
+    def progress(self, timeout: float | None = None) -> dict:
+        return self._ray.get(self.ingest.progress.remote(), timeout=timeout)
+
+    def feed(self, since: int = 0, timeout: float | None = None) -> list:
+        """The sink's feed items after sequence number `since`, for live subscribers."""
+        return self._ray.get(self.sink.feed_since.remote(since), timeout=timeout)
+
+    def latencies(self, timeout: float | None = None) -> list[float]:
+        """Seconds from each segment's completion to its record reaching the sink."""
+        return self._ray.get(self.sink.latencies.remote(), timeout=timeout)
+
+    def stop(self) -> None:
+        self.ingest.stop.remote()
+
+    def done(self, timeout: float = 0.0) -> bool:
+        ready, _ = self._ray.wait([self.run_ref], timeout=timeout)
+        return bool(ready)
+
+    def wait(self, show_progress: bool | str = False, stop_event: threading.Event | None = None) -> dict:
+        """Block until the stream ends; setting `stop_event` (e.g. from a SIGINT handler) ends a live source."""
+        ray = self._ray
+        bar = None
+        last_line = ""
+        stopping = False
+        while not self.done(0.5):
+            if stop_event is not None and stop_event.is_set() and not stopping:
+                self.stop()
+                stopping = True
+            if show_progress == "plain":
+                last_line = _plain_progress(last_line, self.progress())
+            elif show_progress:
+                bar = _update_bar(bar, self.progress(), self.spec.live)
+        try:
+            out = ray.get(self.run_ref)
+        except ray.exceptions.RayTaskError as exc:
+            raise _unwrap(exc) from None
+        finally:
+            if bar is not None:
+                bar.close()
+        info = out["info"] or {}
+        wall = time.perf_counter() - self.started
+        stats = out["stats"]
+        clocks = dict(zip(self.actors, ray.get([a.timings.remote() for a in self.actors.values()]), strict=True))
+        timings = graph.stage_timings(out["reader"], {name: c["busy_s"] for name, c in clocks.items()},
+                                      {name: c["parts"] for name, c in clocks.items()},
+                                      {"submit_s": out["call_s"], "wait_s": out["wait_s"]})
+        timings["node_id"] = out["node_id"]  # where the source was read
+        result = ray.get(self.sink.result.remote(info.get("duration_s") if not self.spec.live else None,
+                                                 bool(info.get("has_audio")), bool(info.get("has_video")),
+                                                 wall, stats, timings))
+        result["timings"]["ray_call_s"] = round(out["call_s"], 4)
+        if "budget" in out:
+            result["budget"] = out["budget"]
+        return result
+
+    def close(self) -> None:
+        for handle in [getattr(self, "ingest", None), *getattr(self, "actors", {}).values(),
+                       getattr(self, "sink", None)]:
+            if handle is not None:
+                self._ray_kill(handle)
+
+    @staticmethod
+    def _ray_kill(handle) -> None:
+        import ray
+        try:
+            ray.kill(handle, no_restart=True)
+        except Exception:  # already gone
+            pass
+
+
+def _plain_progress(last: str, prog: dict) -> str:
+    """One line per change on stderr, for logs and non-terminal consumers (`--progress plain`)."""
+    stats = prog["stats"]
+    line = (f"progress: {prog['position']:.0f} s, {stats['health']}, {stats['reconnects']} reconnects, "
+            f"{stats['frames_dropped']} frames dropped")
+    if line != last:
+        print(line, file=sys.stderr, flush=True)
+    return line
+
+
+def _update_bar(bar, prog: dict, live: bool):
+    from tqdm import tqdm
+
+    total = None if live else prog.get("duration")
+    if bar is None:
+        bar = tqdm(total=round(total, 1) if total else None, unit="s", desc="analyzing", file=sys.stderr,
+                   bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} s [{elapsed}<{remaining}]" if total else None,
+                   leave=False)
+    bar.n = round(prog["position"], 1) if total is None else min(round(prog["position"], 1), bar.total)
+    stats = prog["stats"]
+    bar.set_postfix_str(f"{stats['health']}, dropped {stats['frames_dropped']}", refresh=False)
+    bar.refresh()
+    return bar
+
+
+def analyze(source: str, options: AnalyzeOptions | None = None, show_progress: bool | str = False,
+            job_id: str | None = None, db_path: str | None = None,
+            stop_event: threading.Event | None = None, source_checked: bool = False) -> dict:
+    """Run `source` through the actor pipeline and return the result dict (`source_checked`: the caller has
+    already run `check_source` on it)."""
+    pipeline = Pipeline(source, options, job_id=job_id, db_path=db_path, source_checked=source_checked)
+    try:
+        return pipeline.wait(show_progress, stop_event)
+    finally:
+        pipeline.close()

@@ -1,0 +1,77 @@
+"""Ray start-up: an existing cluster when RAY_ADDRESS is set, otherwise a quiet local one on loopback.
+
+A local cluster is for this machine alone: Ray's servers (GCS, raylet, workers, agents) bind to the node's
+address, and Ray picks the machine's network address unless told that the node takes part in no cluster
+(`RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`, read by Ray on Linux too). Then every port listens on 127.0.0.1 only
+and nobody else on the network can join it or run code on it. A real cluster (`RAY_ADDRESS`) is reached with
+Ray's token authentication: see docs/deploy.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+
+def ensure_ray(num_cpus: int | None = None) -> None:
+    address = os.environ.get("RAY_ADDRESS") or None
+    if address is None:
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when ray is imported, and by its children
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address is None:
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False  # ray may have been imported before the variable was set
+        # Loopback-only: nothing outside this machine can connect, so no token is needed (Ray 2.60 would
+        # otherwise write one to ~/.ray and warn on every start).
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    kwargs = dict(include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
+                  configure_logging=True)
+    if address is None:
+        kwargs["num_cpus"] = num_cpus or os.cpu_count() or 2
+    ray.init(address=address, **kwargs)
+
+
+def shutdown_ray() -> None:
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+_RAY_LOCK = threading.Lock()
+
+
+def ensure_ray_in_keeper_thread() -> None:
+    """Start Ray from a thread that lives as long as the process.
+
+    Ray's local processes (GCS, raylet) are started with a parent-death signal, which Linux sends when the
+    *thread* that spawned them ends; Streamlit runs every script run in a short-lived thread, so starting Ray
+    there would kill it a moment later.
+    """
+    import ray
+
+    with _RAY_LOCK:
+        if ray.is_initialized():
+            return
+        ready, errors = threading.Event(), []
+
+        def keeper() -> None:
+            try:
+                ensure_ray()
+            except BaseException as exc:  # handed to the caller below
+                errors.append(exc)
+            finally:
+                ready.set()
+            threading.Event().wait()
+
+        threading.Thread(target=keeper, name="ray-keeper", daemon=True).start()
+        ready.wait()
+        if errors:
+            raise errors[0]

@@ -1,0 +1,29 @@
+"""Sound: AudioSet tags, log-mel statistics and the audio feature vector of each second."""
+
+from __future__ import annotations
+
+from pipelines.media.segment import Segment
+from pipelines.stages.config import StageConfig
+
+
+class AudioStage:
+    """What one second sounds like: AudioSet tags, log-mel statistics, speech activity, and its feature vector."""
+
+    def __init__(self, config: StageConfig):
+        from models.encoders.audio_features import AudioFeatureConfig, AudioFeatures
+
+        self.config = config
+        self.features = AudioFeatures(AudioFeatureConfig(tags=config.tags, tag_top_k=8, tag_min_prob=0.05))
+
+    def reset(self) -> None:
+        self.features.reset()
+
+    def timings(self) -> dict[str, float]:
+        """Seconds spent so far in the tagger, the VAD and the log-mel features."""
+        return dict(self.features.timings)
+
+    def process(self, seg: Segment) -> dict:
+        result = self.features.analyze(seg.audio, seg.start) if seg.audio is not None else None
+        readable = self.features.readable(result) or {}
+        return {"index": seg.index, "tags": readable.get("audio_tags", {}), "level_db": readable.get("level_db"),
+                "vector": self.features.vector(result), "available": result is not None}

@@ -1,0 +1,51 @@
+"""What the per-second stages are told: the perception, parser and safety options, and the grounding options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def limit_threads(n: int = 1) -> None:
+    """One intra-op thread per actor: PyTorch collapses when two threads fight over two busy cores."""
+    import torch
+
+    torch.set_num_threads(n)
+
+
+@dataclass
+class StageConfig:
+    asr: bool = True
+    asr_model: str | None = None
+    asr_language: str | None = "en"
+    tags: bool = True
+    tag_threshold: float = 0.3
+    tag_top_k: int = 3
+    vad_threshold: float = 0.5
+    max_span_s: float = 20.0
+    visual: bool = True
+    yolo_size: int = 416
+    visual_min_score: float = 0.4
+    events_model: str = "auto"  # "prefm" (LLP classes), "tags" (AudioSet/COCO labels), "auto": prefm if shipped
+    prefm_checkpoint: str | None = None
+    prefm_threshold: float = 0.5
+    safety: bool = True
+    safety_threshold: float | None = None  # None: the monitor's default (see docs/safety.md)
+    judge_url: str | None = None
+    camera: str = "camera"
+
+
+@dataclass
+class GroundingConfig:
+    queries: list[str] = field(default_factory=list)
+    standing: list[str] = field(default_factory=list)
+    checkpoint: str | None = None
+    top_k: int = 3
+    fire_threshold: float = 0.5  # a standing query fires when its best moment scores at least this
+    check_every_s: int = 5
+    lookback_s: int = 30
+    index_db: str | None = None  # also store the per-second features in this database's grounding index
+    index_source: str | None = None  # the id the source gets in that index
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.queries or self.standing or self.index_db)

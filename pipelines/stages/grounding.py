@@ -1,0 +1,144 @@
+"""Temporal grounding in the pipeline: per-second features are collected as the stream goes, one-off queries
+(`foresight analyze --query`) are answered at the end, standing queries (`--watch`) are checked every few
+seconds over the recent past and fire a moment once when they match.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from models.errors import BadInput
+from pipelines.stages.config import GroundingConfig
+from pipelines.stages.record import Second
+
+
+def checkpoint_path(checkpoint: str | None = None) -> Path:
+    """The grounding checkpoint to use; BadInput naming the fix when it is missing."""
+    from models.trisense import SHIPPED_CHECKPOINT
+
+    path = Path(checkpoint) if checkpoint else SHIPPED_CHECKPOINT
+    if not path.is_file():
+        raise BadInput(f"no grounding model at {path}: build it with `foresight train grounding` "
+                       "or pass --grounding-model PATH")
+    return path
+
+
+def load_grounder(checkpoint: str | None = None):
+    """The grounder for `checkpoint`, loaded once per process (batch workers reuse it across files)."""
+    return _grounder(str(checkpoint_path(checkpoint)))
+
+
+@functools.lru_cache(maxsize=2)
+def _grounder(path: str):
+    from models.trisense.grounder import Grounder
+
+    return Grounder.from_pretrained(path)
+
+
+class GroundingStage:
+    def __init__(self, config: GroundingConfig):
+        for q in config.queries + config.standing:
+            if not q.strip():
+                raise BadInput("queries must not be empty")
+        self.config = config
+        self.grounder = load_grounder(config.checkpoint)
+        self.audio: list[np.ndarray] = []
+        self.visual: list[np.ndarray] = []
+        self.audio_mask: list[bool] = []
+        self.visual_mask: list[bool] = []
+        self.transcript: list[dict] = []
+        self.events: list[dict] = []
+        self.fired: dict[str, list[tuple[float, float]]] = {q: [] for q in config.standing}
+        self.t0: float | None = None
+
+    def _append(self, record: Second, audio: dict, visual: dict) -> None:
+        if self.t0 is None:
+            self.t0 = float(record.start)
+        index = int(round(record.start - self.t0))
+        while len(self.audio) < index:  # a live gap: missing seconds are unavailable, not silent
+            self._push(None, None)
+        self._push(audio.get("vector") if audio.get("available") else None,
+                   visual.get("vector") if visual.get("available") else None)
+        self._take_text(record)
+
+    def _take_text(self, record: Second) -> None:
+        """Keep the transcript and closed events of `record`, on the clock of this stream's first second."""
+        self.transcript.extend({"start": t["start"] - self.t0, "end": t["end"] - self.t0, "text": t["text"],
+                                **({"words": t["words"]} if t.get("words") else {})}
+                               for t in record.transcript)
+        self.events.extend({**e, "start": e["start"] - self.t0, "end": e["end"] - self.t0}
+                           for e in record.events_closed)
+
+    def _push(self, audio_vec, visual_vec) -> None:
+        dims = self.grounder.dims
+        self.audio.append(np.zeros(dims["audio"], np.float32) if audio_vec is None else np.asarray(audio_vec))
+        self.visual.append(np.zeros(dims["visual"], np.float32) if visual_vec is None else np.asarray(visual_vec))
+        self.audio_mask.append(audio_vec is not None)
+        self.visual_mask.append(visual_vec is not None)
+
+    def features(self):
+        from models.trisense.features import ClipFeatures
+        from models.trisense.text import speech_features
+
+        n = len(self.audio)
+        speech, speech_mask = speech_features(self.transcript, n, encoder=self.grounder.text_encoder)
+        return ClipFeatures(visual=np.stack(self.visual), audio=np.stack(self.audio), speech=speech,
+                            visual_mask=np.array(self.visual_mask), audio_mask=np.array(self.audio_mask),
+                            speech_mask=speech_mask, transcript=list(self.transcript), events=list(self.events))
+
+    def _moments(self, query: str, offset: int = 0, clip=None) -> list[dict]:
+        clip = clip if clip is not None else self.features()
+        out = []
+        for m in self.grounder.ground(query, clip, top_k=self.config.top_k):
+            d = m.to_dict()
+            d["start"] = round(d["start"] + offset + (self.t0 or 0.0), 3)
+            d["end"] = round(d["end"] + offset + (self.t0 or 0.0), 3)
+            out.append(d)
+        return out
+
+    def process(self, record: Second, audio: dict, visual: dict) -> Second:
+        """Add one second; every `check_every_s` seconds, check the standing queries over the recent past."""
+        if record.index is None:
+            return record
+        self._append(record, audio, visual)
+        n = len(self.audio)
+        fired = []
+        if self.config.standing and n % self.config.check_every_s == 0:
+            lo = max(0, n - self.config.lookback_s)
+            clip = self.features().window(lo, n)
+            for query in self.config.standing:
+                for m in self._moments(query, offset=lo, clip=clip)[:1]:
+                    if m["score"] >= self.config.fire_threshold and not self._seen(query, m):
+                        self.fired[query].append((m["start"], m["end"]))
+                        fired.append({**m, "standing": True, "fired_at": record.end})
+        record.moments = record.moments + fired
+        return record
+
+    def _seen(self, query: str, m: dict) -> bool:
+        return any(min(e, m["end"]) - max(s, m["start"]) > 0 for s, e in self.fired[query])
+
+    def finish(self, record: Second) -> Second:
+        """End of stream: answer the one-off queries over everything seen."""
+        if self.t0 is not None:
+            self._take_text(record)
+        if not self.audio:
+            return record
+        clip = self.features()
+        if self.config.index_db:
+            self.index(clip)
+        moments = [m for q in self.config.queries for m in self._moments(q, clip=clip)]
+        record.moments = record.moments + moments
+        return record
+
+    def index(self, clip) -> None:
+        """Store this source's features so `POST /v1/search` can ground queries over everything stored."""
+        from pipelines.sinks.grounding_index import GroundingIndex
+
+        index = GroundingIndex(self.config.index_db, self.grounder)
+        try:
+            index.add(self.config.index_source or "source", clip)
+        finally:
+            index.close()

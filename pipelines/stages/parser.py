@@ -1,0 +1,141 @@
+"""Events: the per-second outputs of speech, sound and picture become events, by one of two strategies.
+
+- `PrefmEvents` (the default when a PreFM checkpoint is shipped): PreFM's online LLP-class audio, visual and
+  audio-visual events, with the model's anticipation of the next seconds. PreFM has its own Speech class, so
+  the VAD's spans then only drive ASR.
+- `TagEvents`: AudioSet tags and detected objects merged into events, plus Speech events from the VAD spans.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from models.errors import BadInput
+from pipelines.stages.config import StageConfig
+from pipelines.stages.events import EventTracker
+from pipelines.stages.record import Second
+
+# YAMNet labels that duplicate the VAD's speech events or carry no event information.
+IGNORED_TAGS = {"Silence", "Speech", "Speech synthesizer", "Narration, monologue", "Conversation",
+                "Male speech, man speaking", "Female speech, woman speaking", "Inside, small room"}
+
+
+def prefm_checkpoint(config: StageConfig) -> Path | None:
+    """The PreFM checkpoint the parser should use, or None for tag-based events; BadInput if asked for and missing."""
+    from models.prefm import SHIPPED_CHECKPOINT
+
+    path = Path(config.prefm_checkpoint) if config.prefm_checkpoint else SHIPPED_CHECKPOINT
+    if config.events_model == "tags":
+        return None
+    if not path.is_file():
+        if config.events_model == "prefm" or config.prefm_checkpoint:
+            raise BadInput(f"no PreFM checkpoint at {path}: train one with `foresight train prefm` or use --events tags")
+        return None
+    return path
+
+
+def tag_labels(config: StageConfig, tags: dict[str, float], visual: dict | None) -> dict[tuple[str, str], float]:
+    """The (label, modality) -> confidence of one second from its sound tags and detections."""
+    kept = [(name, p) for name, p in tags.items() if name not in IGNORED_TAGS and p >= config.tag_threshold]
+    kept.sort(key=lambda x: -x[1])
+    labels = {(name, "audio"): p for name, p in kept[: config.tag_top_k]}
+    best: dict[str, float] = {}
+    for det in (visual or {}).get("detections", []):
+        best[det["label"]] = max(best.get(det["label"], 0.0), float(det["score"]))
+    if (visual or {}).get("faces"):
+        best["person"] = max(best.get("person", 0.0), 0.5)  # a face is a person even when YOLO misses it
+    for name, score in best.items():
+        if score >= config.visual_min_score or name == "person":
+            labels[(name.capitalize(), "visual")] = round(score, 3)
+    return labels
+
+
+class TagEvents:
+    """Sound tags and detected objects merged into events; Speech events from the VAD's spans."""
+
+    def __init__(self, config: StageConfig):
+        self.config = config
+        self.tracker = EventTracker(max_gap=1)
+
+    def step(self, record: Second, speech: dict, audio: dict, visual: dict | None) -> tuple[list, list, dict]:
+        """(closed, active, anticipation) after one second."""
+        vis = (visual or {}).get("visual")
+        closed = self.tracker.update(record.start, record.end, tag_labels(self.config, audio.get("tags", {}), vis))
+        for a, b in speech["spans"]:
+            closed.append(self.tracker.add_span("Speech", "audio", a, b, max(speech["speech_prob"], 0.5)))
+        return [e.to_dict() for e in closed], [e.to_dict() for e in self.tracker.open.values()], {}
+
+    def finish(self, speech: dict) -> list[dict]:
+        closed = self.tracker.finish()
+        for a, b in speech["spans"]:
+            closed.append(self.tracker.add_span("Speech", "audio", a, b, 0.5))
+        return [e.to_dict() for e in closed]
+
+
+class PrefmEvents:
+    """PreFM online over the audio and visual feature vectors; events and anticipation on the stream clock."""
+
+    def __init__(self, config: StageConfig, path: Path):
+        from models.prefm.online import OnlineParser
+
+        self.config = config
+        self.prefm = OnlineParser.from_pretrained(path, threshold=config.prefm_threshold)
+        self.t0: float | None = None
+
+    def step(self, record: Second, speech: dict, audio: dict, visual: dict | None) -> tuple[list, list, dict]:
+        """One PreFM step (zero vectors for seconds a live gap lost): (closed, active, anticipation)."""
+        c = self.prefm.config
+        if self.t0 is None:
+            self.t0 = float(record.start)
+        target = int(round(record.start - self.t0))
+        zeros_a, zeros_v = np.zeros(c.audio_dim, np.float32), np.zeros(c.visual_dim, np.float32)
+        events: list[dict] = []
+        while self.prefm.t < target:
+            events += self.prefm.step(zeros_a, zeros_v).events
+        a = audio.get("vector") if audio.get("available") else None
+        v = (visual or {}).get("vector") if (visual or {}).get("available") else None
+        out = self.prefm.step(zeros_a if a is None else a, zeros_v if v is None else v)
+        events += out.events
+        names = c.class_names or []
+        expected = []
+        for mod, probs in out.future.items():  # the most likely labels over the next Lf seconds
+            peak = probs.max(axis=0)
+            expected += [(float(peak[i]), f"{names[i]} ({mod})") for i in np.flatnonzero(peak >= self.config.prefm_threshold)]
+        anticipation = {name: round(p, 3) for p, name in sorted(expected, reverse=True)[:5]}
+        active = [self._shift(e) for e in self.prefm.merger.open_events()]
+        return [self._shift(e) for e in events], active, anticipation
+
+    def _shift(self, event: dict) -> dict:
+        return {**event, "start": round(event["start"] + self.t0, 2), "end": round(event["end"] + self.t0, 2)}
+
+    def finish(self, speech: dict) -> list[dict]:
+        return [self._shift(e) for e in self.prefm.finish()] if self.t0 is not None else []
+
+
+class ParserStage:
+    """Fills a second's record from the speech, audio and visual stage outputs, with events from the strategy
+    the configuration selects (see the module docstring)."""
+
+    def __init__(self, config: StageConfig):
+        self.config = config
+        path = prefm_checkpoint(config)
+        self.events = TagEvents(config) if path is None else PrefmEvents(config, path)
+
+    def process(self, record: Second, speech: dict, audio: dict, visual: dict | None = None) -> Second:
+        closed, active, anticipation = self.events.step(record, speech, audio, visual)
+        record.speech_prob = speech["speech_prob"]
+        record.tags = audio.get("tags", {})
+        record.level_db = audio.get("level_db")
+        record.visual = (visual or {}).get("visual")
+        record.events_closed, record.events_active = closed, active
+        record.anticipation = anticipation
+        record.transcript = speech["transcript"]
+        return record
+
+    def finish(self, speech: dict) -> Second:
+        record = Second.closing()
+        record.events_closed = self.events.finish(speech)
+        record.transcript = speech["transcript"]
+        return record

@@ -1,0 +1,86 @@
+"""Speech: voice activity on every second, Whisper on each finished speech span."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from models.audio.asr import FasterWhisperRecognizer, SpeechRecognizer
+from models.audio.vad import RATE, StreamingVAD
+from pipelines.media.segment import Segment
+from pipelines.stages.config import StageConfig
+
+
+class SpeechStage:
+    """VAD on every second; Whisper on each finished speech span (cut at `max_span_s` when it runs long)."""
+
+    def __init__(self, config: StageConfig, recognizer: SpeechRecognizer | None = None):
+        self.config = config
+        self.vad = StreamingVAD(threshold=config.vad_threshold)
+        self.asr = recognizer if recognizer is not None or not config.asr else FasterWhisperRecognizer(
+            config.asr_model, language=config.asr_language)
+        self._audio = np.zeros(0, np.float32)
+        self._audio_t0 = 0.0
+        self.asr_seconds = 0.0
+        self.vad_seconds = 0.0
+
+    def reset(self) -> None:
+        """A new source: forget speech state and buffered audio."""
+        self.vad.reset()
+        self._audio = self._audio[:0]
+
+    def _keep(self, seg: Segment) -> None:
+        expected = self._audio_t0 + self._audio.size / RATE
+        if self._audio.size == 0 or abs(seg.start - expected) > 0.05:
+            self._audio, self._audio_t0 = seg.audio.copy(), seg.start
+        else:
+            self._audio = np.concatenate([self._audio, seg.audio])
+        horizon = max(self.config.max_span_s + 5.0, 30.0)
+        excess = self._audio.size - int(horizon * RATE)
+        if excess > 0:
+            self._audio = self._audio[excess:]
+            self._audio_t0 += excess / RATE
+
+    def _cut(self, start: float, end: float) -> np.ndarray:
+        lo = max(0, int(round((start - self._audio_t0) * RATE)))
+        hi = max(lo, int(round((end - self._audio_t0) * RATE)))
+        return self._audio[lo:hi]
+
+    def _transcribe(self, start: float, end: float) -> list[dict]:
+        if self.asr is None:
+            return []
+        t0 = time.perf_counter()
+        segs = self.asr.transcribe(self._cut(start, end), max(start, self._audio_t0))
+        self.asr_seconds += time.perf_counter() - t0
+        return [s.to_dict() for s in segs]
+
+    def process(self, seg: Segment) -> dict:
+        out = {"index": seg.index, "speech_prob": 0.0, "spans": [], "transcript": []}
+        if seg.audio is None:
+            return out
+        self._keep(seg)
+        t0 = time.perf_counter()
+        spans, probs = self.vad.feed(seg.audio, seg.start)
+        self.vad_seconds += time.perf_counter() - t0
+        out["speech_prob"] = round(max(probs), 3) if probs else 0.0
+        for span in spans:
+            out["spans"].append([round(span.start, 2), round(span.end, 2)])
+            out["transcript"].extend(self._transcribe(span.start, span.end))
+        since = self.vad.open_since
+        if since is not None and seg.end - since >= self.config.max_span_s:
+            out["transcript"].extend(self._transcribe(since, seg.end))
+            self.vad.split_open_span(seg.end)  # the rest of this long span is transcribed as a new piece
+        return out
+
+    def timings(self) -> dict[str, float]:
+        """Seconds spent so far in the VAD and in Whisper."""
+        return {"vad_s": self.vad_seconds, "asr_s": self.asr_seconds}
+
+    def finish(self) -> dict:
+        out = {"index": None, "speech_prob": 0.0, "spans": [], "transcript": []}
+        span = self.vad.close()
+        if span is not None:
+            out["spans"].append([round(span.start, 2), round(span.end, 2)])
+            out["transcript"].extend(self._transcribe(span.start, span.end))
+        return out

@@ -1,0 +1,34 @@
+"""Picture: objects, people and pose, faces, motion, cuts and camera trouble in each second's frames."""
+
+from __future__ import annotations
+
+from pipelines.media.segment import Segment
+from pipelines.stages.config import StageConfig
+
+
+class VisualStage:
+    """What one second shows: objects (YOLOv3-tiny), people and pose, faces, motion, cuts, camera trouble."""
+
+    def __init__(self, config: StageConfig):
+        import os
+
+        os.environ.setdefault("GLOG_minloglevel", "2")  # MediaPipe's C++ logging would flood the terminal
+        from models.encoders.visual import VisualAnalyzer, VisualConfig
+
+        self.config = config
+        self.analyzer = VisualAnalyzer(VisualConfig(yolo_size=config.yolo_size)) if config.visual else None
+
+    def reset(self) -> None:
+        if self.analyzer is not None:
+            self.analyzer.reset()
+
+    def timings(self) -> dict[str, float]:
+        """Seconds spent so far in the detector, pose, faces and frame statistics."""
+        return dict(self.analyzer.timings) if self.analyzer is not None else {}
+
+    def process(self, seg: Segment) -> dict:
+        if self.analyzer is None or not seg.frames:
+            return {"index": seg.index, "visual": None, "vector": None, "available": False}
+        result = self.analyzer.analyze(seg.frames, seg.frame_times)
+        return {"index": seg.index, "visual": self.analyzer.readable(result), "vector": self.analyzer.vector(result),
+                "available": True}

@@ -1,0 +1,125 @@
+"""The opt-in latency budget of the live spine: frame thinning, the ingest hook, and the IngestActor wiring."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import numpy as np
+import pytest
+
+from models.cmdp.pipeline_model import Action
+from pipelines.media.segment import Segment
+from pipelines.spine.budget import BudgetHook, LatencyBudget, busy_second, thin_frames
+from pipelines.stages.record import Second
+
+
+def segment(index: int, fps: float = 4.0) -> Segment:
+    times = [index + k / fps for k in range(int(fps))]
+    return Segment("s", index, float(index), index + 1.0, frames=[np.zeros((4, 4, 3), np.uint8) for _ in times],
+                   frame_times=times, audio=np.zeros(16000, np.float32), emitted_wall=0.0)
+
+
+def test_thinning_keeps_the_coarser_time_grid_and_the_audio_tier_drops_frames():
+    last, kept = -1, []
+    for i in range(4):
+        seg, last = thin_frames(segment(i), "full", 0.5, last)
+        kept.append(seg.frame_times)
+    assert kept == [[0.0], [], [2.0], []]
+    seg, _ = thin_frames(segment(0), "full", 2.0, -1)
+    assert seg.frame_times == [0.0, 0.5] and len(seg.frames) == 2
+    seg, _ = thin_frames(segment(0), "speech+tags", 0.0, -1)
+    assert seg.frames == [] and seg.audio is not None and seg.audio.size == 16000
+
+
+def test_busy_second_reads_speech_or_people():
+    assert busy_second(Second(speech_prob=0.9))
+    assert busy_second(Second(speech_prob=0.1, visual={"persons": 2}))
+    assert not busy_second(Second(speech_prob=0.1, visual={"persons": 0}, transcript=[]))
+
+
+class Scripted:
+    """A controller stand-in that records what the hook feeds it."""
+
+    class learner:
+        lam = 0.0
+
+    def __init__(self):
+        self.observed = []
+
+    def decide(self, index):
+        return Action("full", 1.0) if index % 2 == 0 else Action("speech+tags", 0.0)
+
+    def observe(self, index, latency_s, busy, load=None):
+        self.observed.append((index, busy))
+
+
+def test_hook_applies_decisions_and_feeds_back_latency_from_completion_callbacks():
+    ctl = Scripted()
+    hook = BudgetHook(LatencyBudget(), sample_fps=4.0, controller=ctl)
+    futures = []
+    for i in range(3):
+        seg = hook.apply(segment(i))
+        assert len(seg.frames) == (1 if i % 2 == 0 else 0)
+        f = Future()
+        hook.track(seg, f)
+        futures.append(f)
+    futures[1].set_result(Second(index=1, speech_prob=0.8))
+    futures[0].set_result(Second(index=0, speech_prob=0.0))
+    futures[2].set_exception(RuntimeError("stage crashed"))  # not an observation
+    summary = hook.summary()
+    assert ctl.observed == [(0, False), (1, True)]
+    assert summary["decisions"] == {"full@1": 2, "speech+tags@0": 1} and summary["observed"] == 2
+
+
+def test_default_hook_builds_the_cmdp_controller():
+    hook = BudgetHook(LatencyBudget(latency_s=0.8, mode="relaxed"), sample_fps=1.0)
+    assert hook.controller.config.mode == "relaxed" and max(a.fps for a in hook.controller.actions) == 1.0
+
+
+@pytest.mark.slow
+def test_ingest_actor_applies_the_budget_on_the_ray_spine(tmp_path, ray_runtime):
+    import ray
+
+    from pipelines.media.sources import parse_source
+    from pipelines.spine.actors import IngestActor
+    from pipelines.spine.graph import Node
+    from pipelines.stages.record import Second
+    from training.media.synth import ClipSpec, tone, write_clip
+
+    @ray.remote(num_cpus=0)
+    class Visual:
+        def process(self, seg):
+            return len(seg.frames)
+
+    @ray.remote(num_cpus=0)
+    class Parser:
+        def process(self, record, frames):
+            record.n_frames = frames  # what the visual stage was handed after the budget thinned it
+            return record
+
+        def finish(self):
+            return Second.closing()
+
+    @ray.remote(num_cpus=0)
+    class Sink:
+        def __init__(self):
+            self.rows = []
+
+        def write(self, record):
+            self.rows.append(record)
+            return record.index
+
+        def seen(self):
+            return self.rows
+
+    nodes = [Node("visual", "-", "stages", ("segment",), "visual"),
+             Node("parser", "-", "stages", ("record", "visual"), "record", finish=())]
+    path = write_clip(tmp_path / "clip.mp4", ClipSpec(5.0, 10, 64, 48, lambda t: np.full((48, 64, 3), 90, np.uint8),
+                                                      audio=tone(440, 5.0)))
+    ingest = IngestActor.remote(parse_source(str(path)), "clip", 2.0, budget=LatencyBudget(latency_s=0.5))
+    sink = Sink.remote()
+    out = ray.get(ingest.run.remote(nodes, {"visual": Visual.remote(), "parser": Parser.remote()}, sink),
+                  timeout=120)
+    rows = [r for r in ray.get(sink.seen.remote()) if r.index is not None]
+    assert len(rows) == 5 and sum(out["budget"]["decisions"].values()) == 5
+    assert all(r.n_frames <= 2 for r in rows) and out["budget"]["observed"] >= 1

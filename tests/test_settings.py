@@ -1,0 +1,67 @@
+"""One settings path for the CLI, the server and the dashboard: flags over a TOML config file, checked once."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.cli import build_parser as cli_parser
+from app.server import build_parser as serve_parser
+from app.server import make_settings
+from app.services.settings import analysis_options, parse_args
+from models.errors import BadInput
+from pipelines import AnalyzeOptions, StageConfig
+from tests.helpers.cli import run_cli
+
+CONFIG = """
+[analysis]
+fps = 1.0
+no-asr = true
+events = "tags"
+
+[analyze]
+query = ["a phone rings"]
+
+[serve]
+max-queue = 4
+"""
+
+
+def parse_cli(argv: list[str], env: dict | None = None):
+    parser = cli_parser()
+    return parse_args(parser, argv, parser.config_targets, env=env or {})
+
+
+def test_flags_win_over_the_config_file_and_surfaces_share_the_analysis_table(tmp_path):
+    config = tmp_path / "foresight.toml"
+    config.write_text(CONFIG)
+    args = parse_cli(["analyze", "clip.mp4", "--config", str(config), "--fps", "3"])
+    options = analysis_options(args)
+    assert options.sample_fps == 3.0 and options.stages.asr is False and options.stages.events_model == "tags"
+    assert options.grounding.queries == ["a phone rings"]
+    batch = analysis_options(parse_cli(["batch", "videos", "--out", "o"], env={"FORESIGHT_CONFIG": str(config)}))
+    assert batch.sample_fps == 1.0 and batch.grounding.queries == []  # [analyze] is not batch's table
+    parser = serve_parser()
+    settings = make_settings(parse_args(parser, ["--config", str(config)], {"serve": (parser, ("analysis", "serve"))},
+                                        env={}))
+    assert settings.max_queue == 4 and settings.options.stages.events_model == "tags"
+    assert analysis_options(parse_cli(["analyze", "clip.mp4"])) == AnalyzeOptions(stages=StageConfig())
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("[analysis]\nfps = \"fast\"\n", "not a valid value"),
+    ("[analysis]\nevents = \"best\"\n", "must be one of"),
+    ("[analysis]\nno-asr = 1\n", "true or false"),
+    ("[analysis]\nmax-queue = 3\n", "unknown setting"),
+    ("fps = 1.0\n", "put settings in the tables"),
+    ("[analysis\n", "not valid TOML"),
+])
+def test_bad_config_files_are_refused_with_the_reason(tmp_path, text, reason):
+    config = tmp_path / "bad.toml"
+    config.write_text(text)
+    with pytest.raises(BadInput, match=reason):
+        parse_cli(["analyze", "clip.mp4", "--config", str(config)])
+
+
+def test_cli_reports_a_bad_config_as_bad_input(tmp_path):
+    proc = run_cli("analyze", "clip.mp4", "--config", str(tmp_path / "missing.toml"), timeout=60)
+    assert proc.returncode == 2 and "cannot read config" in proc.stderr and "Traceback" not in proc.stderr

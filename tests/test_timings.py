@@ -1,0 +1,56 @@
+"""`timings.stages` says where the time of an analysis goes: decode and segmenter, every stage of the graph
+(with their parts in `timings.stages_detail`), Ray submit and wait, the sink."""
+
+from __future__ import annotations
+
+import pytest
+
+from training.media.synth import flash_tone_clip
+
+EXPECTED = {"decode_s", "segment_s", "speech_s", "audio_s", "visual_s", "parser_s", "safety_s", "sink_s"}
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    return flash_tone_clip(tmp_path_factory.mktemp("timings") / "flash.mp4", duration_s=6.0, event_s=(2.0, 4.0))
+
+
+def check(result: dict, parallel: bool) -> dict:
+    timings = result["timings"]
+    stages, wall = timings["stages"], timings["wall_s"]
+    assert EXPECTED <= set(stages), stages
+    assert all(isinstance(v, float) and v >= 0 for v in stages.values()), stages
+    assert all(v <= wall + 0.05 for v in stages.values()), (stages, wall)  # nothing outlasts the analysis
+    assert stages["decode_s"] > 0 and stages["speech_s"] > 0 and stages["visual_s"] > 0
+    if not parallel:  # inline: stages and sink take turns on one thread (the decoder has its own)
+        assert sum(v for k, v in stages.items() if k not in ("decode_s", "segment_s")) <= wall + 0.05
+    detail = timings["stages_detail"]
+    assert {"vad_s", "asr_s"} <= set(detail["speech"]) and {"tags_s", "mel_s"} <= set(detail["audio"])
+    assert {"detector_s", "pose_s", "faces_s", "frames_s"} <= set(detail["visual"])
+    for name, parts in detail.items():  # parts are inside their stage's total
+        assert all(v >= 0 for v in parts.values()) and sum(parts.values()) <= stages[f"{name}_s"] + 0.01, (name, parts)
+    return stages
+
+
+def test_inline_result_says_where_the_time_goes(clip):
+    from pipelines import analyze_inline
+
+    stages = check(analyze_inline(str(clip)), parallel=False)
+    assert "ray_submit_s" not in stages
+
+
+def test_actor_result_says_where_the_time_goes(clip, ray_runtime):
+    from pipelines import analyze
+
+    result = analyze(str(clip))
+    stages = check(result, parallel=True)
+    assert {"ray_submit_s", "ray_wait_s"} <= set(stages)
+    assert result["timings"]["node_id"]
+
+
+def test_summary_names_the_largest_costs():
+    from app.summary import render_summary
+
+    text = render_summary({"source": "x.mp4", "duration_s": 6.0, "timings": {
+        "wall_s": 3.0, "realtime_factor": 2.0, "stages": {"decode_s": 0.4, "visual_s": 1.5, "sink_s": 0.001}}})
+    assert "time in: visual 1.5 s, decode 0.4 s" in text and "sink" not in text

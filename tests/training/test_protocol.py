@@ -1,0 +1,118 @@
+"""Subspace Networks: the compressed wire is exact and small, training works through it, and a post-hoc
+projection is not exact. The stage workers run in this process (the same code the Ray actors run, message for
+message), so these take seconds; one cheap check runs a two-stage pipeline on real Ray actors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from training.protocol.actors import Pipeline
+from training.protocol.evaluate import local_gradients, relative_error, seeded_projection
+from training.protocol.experiment import BYTE_BUDGET, MICRO_BATCHES, bytes_per_step, experiment_config
+from training.protocol.model import ModelConfig, StagedModel
+from training.protocol.wire import pack, unpack
+
+CONFIG = ModelConfig(vocab=11, d=32, k=2, heads=2, layers=3, stages=3, context=8, seed=5)
+B = 4
+
+
+def batch(seed: int, config: ModelConfig = CONFIG) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, config.vocab, (B, config.context + 1), generator=g)
+    return ids[:, :-1], ids[:, 1:]
+
+
+def exact_step(pipe: Pipeline, config: ModelConfig, mode: str, seed: int) -> None:
+    """One step through the pipeline's byte messages against the same weights with no wire at all."""
+    torch.set_num_threads(1)
+    pipe.build(config, mode)
+    x, y = batch(seed, config)
+    loss = pipe.step(x, y, update=False)
+    model = StagedModel(config, mode)
+    model.load_state_dict(pipe.state_dict())
+    assert relative_error(pipe.gradients(), local_gradients(model, x, y)) < 1e-5
+    with torch.no_grad():
+        assert loss == pytest.approx(float(model.loss(x, y)), abs=1e-5)
+
+
+def test_wire_round_trip_is_exact():
+    x = torch.randn(2, 3, 4)
+    ids = np.array([[1, 65535]], dtype="<u2")
+    out = unpack(pack([x, ids]))
+    assert torch.equal(out[0], x) and out[1].dtype == torch.int64 and out[1].tolist() == [[1, 65535]]
+
+
+def test_ssn_boundaries_lie_in_the_subspace_and_full_ones_do_not():
+    tokens, _ = batch(0)
+    for mode, inside in (("ssn", True), ("full", False)):
+        model = StagedModel(CONFIG, mode)
+        model.stages[0].embed.token.weight.data.normal_()  # any weights: the invariant is structural
+        x = model.stages[1](model.stages[0](tokens))
+        u = StagedModel(CONFIG, "ssn").stages[0].subspace
+        resid = x - u.fixed(tokens)
+        off = (resid - resid @ u.basis @ u.basis.T).norm() / resid.norm()
+        assert (off < 1e-5) == inside, (mode, float(off))
+
+
+@pytest.mark.parametrize("mode", ["ssn", "full"])
+def test_gradients_through_the_wire_equal_the_model_without_one(mode):
+    exact_step(Pipeline(CONFIG.stages, on_ray=False), CONFIG, mode, seed=1)
+
+
+def test_bytes_counted_on_the_wire_are_k_floats_and_ids_against_d_floats():
+    pipe = Pipeline(CONFIG.stages, on_ray=False)
+    tokens, messages = B * CONFIG.context * (CONFIG.stages - 1), pipe.micro * (CONFIG.stages - 1)
+    counted = {}
+    for mode in ("ssn", "full"):
+        pipe.build(CONFIG, mode)
+        pipe.step(*batch(2))
+        counted[mode] = pipe.traffic()
+    assert counted["ssn"].forward == tokens * (4 * CONFIG.k + 2) + messages * 25  # coords + uint16 ids + headers
+    assert counted["ssn"].backward == tokens * 4 * CONFIG.k + messages * 15
+    assert counted["full"].forward == counted["full"].backward == tokens * 4 * CONFIG.d + messages * 15
+    # the experiment's byte budget is computed from the same message sizes the workers count
+    config = experiment_config(vocab=93, seed=0)
+    assert bytes_per_step(config, "ssn") / bytes_per_step(config, "full") <= BYTE_BUDGET
+    ratio = (config.k * 8 + 2) / (config.d * 8)
+    assert bytes_per_step(config, "ssn") / bytes_per_step(config, "full") == pytest.approx(ratio, rel=0.01)
+    assert MICRO_BATCHES >= 2
+
+
+def test_training_through_the_wire_lowers_the_loss_and_post_hoc_projection_is_lossy():
+    pipe = Pipeline(CONFIG.stages, on_ray=False)
+    pipe.build(CONFIG, "full", lr=1e-2)
+    x, y = batch(3)
+    first = pipe.step(x, y)
+    for _ in range(15):
+        last = pipe.step(x, y)
+    assert last < first - 0.5
+    model = StagedModel(CONFIG, "full")
+    model.load_state_dict(pipe.state_dict())
+    with torch.no_grad():
+        exact, projected = float(model.loss(x, y)), float(model.loss(x, y, seeded_projection(CONFIG.d, CONFIG.k, 5)))
+    assert projected > exact + 0.1  # squeezing a normally trained model after the fact loses information
+
+
+def test_linear_decay_reaches_zero_learning_rate():
+    pipe = Pipeline(2, on_ray=False)
+    config = ModelConfig(vocab=11, d=32, k=2, heads=2, layers=2, stages=2, context=8, seed=5)
+    pipe.build(config, "ssn", lr=1e-2, steps=3)
+    for _ in range(3):
+        pipe.step(*batch(4, config))
+    before = pipe.state_dict()
+    pipe.step(*batch(5, config))  # a fourth update at learning rate zero changes nothing
+    after = pipe.state_dict()
+    assert all(torch.equal(before[n], after[n]) for n in before)
+
+
+@pytest.mark.slow
+def test_two_stage_pipeline_on_ray_actors_is_exact(ray_runtime):
+    config = ModelConfig(vocab=11, d=16, k=2, heads=2, layers=2, stages=2, context=4, seed=5)
+    pipe = Pipeline(config.stages)
+    try:
+        exact_step(pipe, config, "ssn", seed=6)
+        assert pipe.traffic().backward == B * config.context * 4 * config.k + pipe.micro * 15
+    finally:
+        pipe.close()
