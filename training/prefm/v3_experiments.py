@@ -40,15 +40,58 @@ VARIANTS: dict[str, dict] = {
 }
 
 
-def train_all(corpus: Path, runs: Path, seed: int, only: list[str] | None = None, epochs: int | None = None) -> dict:
+def split_dir(corpus: Path, encoded_only: bool) -> Path:
+    """Where the split CSVs are: the corpus's own, or `data_info_encoded/` (see `prepare_encoded`)."""
+    return corpus / ("data_info_encoded" if encoded_only else "data_info")
+
+
+def prepare_encoded(corpus: Path, progress: bool = True) -> dict[str, int]:
+    """Split CSVs over the clips encoded so far (`data_info_encoded/`), and their YAMNet teacher files.
+
+    Lets experiments start while `foresight train corpus` is still encoding; the clips are encoded in id order
+    and the splits were drawn by a random permutation of ids, so a prefix keeps the split proportions."""
+    import csv
+
+    from training.corpus.teacher import write_teachers
+
+    lengths = {p.stem: int(np.load(p, mmap_mode="r").shape[0]) for p in (corpus / "embedded" / "audio").glob("*.npy")
+               if (corpus / "embedded" / "visual" / p.name).is_file()}
+    write_teachers(corpus, lengths, progress)
+    out = split_dir(corpus, True)
+    out.mkdir(exist_ok=True)
+    counts = {}
+    for split in ("train", "val", "test"):
+        rows = [(cid, lengths[cid]) for cid, _ in _csv_rows(corpus / "data_info" / f"{split}_pd.csv") if cid in lengths]
+        with (out / f"{split}_pd.csv").open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["filename", "length"])
+            w.writerows(rows)
+        counts[split] = len(rows)
+    return counts
+
+
+def _csv_rows(path: Path) -> list[tuple[str, int]]:
+    from training.prefm.data import read_split_csv
+
+    return read_split_csv(path)
+
+
+def _store(corpus: Path, split: str, encoded_only: bool, use_teacher: bool = True):  # noqa: ANN202 - ClipStore
+    from training.prefm.data import ClipStore
+
+    return ClipStore("embedded", corpus, split, csv_path=split_dir(corpus, encoded_only) / f"{split}_pd.csv",
+                     use_teacher=use_teacher)
+
+
+def train_all(corpus: Path, runs: Path, seed: int, only: list[str] | None = None, epochs: int | None = None,
+              encoded_only: bool = False) -> dict:
     import torch
 
     from models.prefm.modeling_prefm import preset
-    from training.prefm.data import ClipStore
     from training.prefm.trainer import TrainConfig, train
 
     torch.set_num_threads(1)
-    tr, va = ClipStore("embedded", corpus, "train"), ClipStore("embedded", corpus, "val")
+    tr, va = _store(corpus, "train", encoded_only), _store(corpus, "val", encoded_only)
     visual_dim = int(tr.dims()["visual_dim"])
     log = {}
     for name, spec in VARIANTS.items():
@@ -62,7 +105,9 @@ def train_all(corpus: Path, runs: Path, seed: int, only: list[str] | None = None
         log[name] = {"best_epoch": res.best_epoch, "val_mean_evt_f1": round(res.best_val.get("mean_evt_f1", -1), 2),
                      "train_s": round(time.time() - t0, 1)}
         print(name, log[name], flush=True)
-    (runs / f"seed{seed}" / "train_log.json").write_text(json.dumps(log, indent=1))
+    path = runs / f"seed{seed}" / "train_log.json"
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    path.write_text(json.dumps({**old, **log}, indent=1))
     return log
 
 
@@ -76,22 +121,21 @@ def eventless_ids(corpus: Path, split: str) -> set[str]:
     return out
 
 
-def score_checkpoint(path: Path, corpus: Path, split: str = "test") -> dict:
+def score_checkpoint(path: Path, corpus: Path, split: str = "test", encoded_only: bool = False) -> dict:
     """Per-class event F1 at tIoU 0.5, false events per minute on eventless clips, and the usual summary."""
     from models.prefm.labels import LLP_CLASSES
     from models.prefm.metrics import event_counts, extract_events
     from models.prefm.online import load_checkpoint
-    from training.prefm.data import ClipStore
     from training.prefm.trainer import evaluate, predict_clip
 
     model, _, meta = load_checkpoint(path)
     model.eval()
     variant = str(meta.get("variant", "prefm"))
-    store = ClipStore("embedded", corpus, split, use_teacher=False)
+    store = _store(corpus, split, encoded_only, use_teacher=False)
     negatives = eventless_ids(corpus, split)
     counts = {m: np.zeros((3, len(LLP_CLASSES)), np.int64) for m in ("audio", "visual")}
     false_events = {"audio": 0, "visual": 0}
-    neg_seconds = 0
+    neg_seconds, neg_clips = 0, 0
     for i in range(len(store)):
         clip = store.clip(i)
         probs = predict_clip(model, clip, variant)
@@ -101,7 +145,7 @@ def score_checkpoint(path: Path, corpus: Path, split: str = "test") -> dict:
             if clip.name in negatives:
                 false_events[m] += sum(len(extract_events(pred[:, c])) for c in range(pred.shape[1]))
         if clip.name in negatives:
-            neg_seconds += clip.length
+            neg_seconds, neg_clips = neg_seconds + clip.length, neg_clips + 1
     out: dict = {"checkpoint": str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path),
                  "variant": variant, "val": meta.get("val", {}).get("mean_evt_f1")}
     for m in ("audio", "visual"):
@@ -113,7 +157,7 @@ def score_checkpoint(path: Path, corpus: Path, split: str = "test") -> dict:
         out[f"{m}_false_events_on_absent_classes"] = {LLP_CLASSES[c]: int(fp[c]) for c in range(len(LLP_CLASSES))
                                                       if tp[c] + fn[c] == 0 and fp[c] > 0}
     minutes = neg_seconds / 60.0
-    out["eventless"] = {"clips": len(negatives), "minutes": round(minutes, 2),
+    out["eventless"] = {"clips": neg_clips, "minutes": round(minutes, 2),
                         "audio_false_events_per_min": round(false_events["audio"] / max(minutes, 1e-9), 2),
                         "visual_false_events_per_min": round(false_events["visual"] / max(minutes, 1e-9), 2),
                         "false_events_per_min": round(sum(false_events.values()) / max(minutes, 1e-9), 2)}
@@ -125,7 +169,7 @@ def score_checkpoint(path: Path, corpus: Path, split: str = "test") -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.prefm.v3_experiments", description=__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=["train", "score"])
+    p.add_argument("command", choices=["prepare", "train", "score"])
     p.add_argument("--corpus", default="data/corpus_v3")
     p.add_argument("--runs", default="data/corpus_v3_runs")
     p.add_argument("--seed", type=int, default=0)
@@ -134,24 +178,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int)
     p.add_argument("--split", default="test")
     p.add_argument("--out", help="score: result JSON path")
+    p.add_argument("--encoded-only", action="store_true",
+                   help="use data_info_encoded/ (the clips encoded so far, written by `prepare`)")
     a = p.parse_args(argv)
     import torch
 
     torch.set_num_threads(1)
     corpus, runs = Path(a.corpus), Path(a.runs)
-    if not (corpus / "data_info" / "train_pd.csv").is_file():
+    if a.command == "prepare":
+        print(prepare_encoded(corpus))
+        return 0
+    if not (split_dir(corpus, a.encoded_only) / "train_pd.csv").is_file():
         print(f"error: no encoded corpus at {corpus}", file=sys.stderr)
         return 2
     only = [v for v in (a.only or "").split(",") if v] or None
     if a.command == "train":
-        train_all(corpus, runs, a.seed, only, a.epochs)
+        train_all(corpus, runs, a.seed, only, a.epochs, a.encoded_only)
         return 0
-    results: dict = {"split": a.split, "shipped_before": score_checkpoint(SHIPPED, corpus, a.split)}
+    results: dict = {"split": a.split, "encoded_only": a.encoded_only,
+                     "shipped_before": score_checkpoint(SHIPPED, corpus, a.split, a.encoded_only)}
     for seed in [int(s) for s in a.seeds.split(",")]:
         for name in VARIANTS:
             ckpt = runs / f"seed{seed}" / f"{name}.pt"
             if ckpt.is_file() and (not only or name in only):
-                results[f"{name}_seed{seed}"] = score_checkpoint(ckpt, corpus, a.split)
+                results[f"{name}_seed{seed}"] = score_checkpoint(ckpt, corpus, a.split, a.encoded_only)
     text = json.dumps(results, indent=1)
     if a.out:
         Path(a.out).write_text(text)
