@@ -84,7 +84,7 @@ def _store(corpus: Path, split: str, encoded_only: bool, use_teacher: bool = Tru
 
 
 def train_all(corpus: Path, runs: Path, seed: int, only: list[str] | None = None, epochs: int | None = None,
-              encoded_only: bool = False) -> dict:
+              encoded_only: bool = False, warmup: int | None = None, val_every: int | None = None) -> dict:
     import torch
 
     from models.prefm.modeling_prefm import preset
@@ -98,7 +98,8 @@ def train_all(corpus: Path, runs: Path, seed: int, only: list[str] | None = None
         if only and name not in only:
             continue
         base = preset("small", positional=True, visual_keep=visual_dim - SHORTCUT_DIMS if spec["keep"] else None)
-        recipe = {**RECIPE, **({"epochs": epochs} if epochs else {})}
+        short = {"epochs": epochs, "warmup_epochs": warmup, "val_every": val_every}
+        recipe = {**RECIPE, **{k: v for k, v in short.items() if v}}
         tcfg = TrainConfig(variant=spec["variant"], seed=seed, distill=spec["distill"], progress=False, **recipe)
         t0 = time.time()
         res = train(base, tr, va, tcfg, runs / f"seed{seed}" / f"{name}.pt")
@@ -124,9 +125,9 @@ def eventless_ids(corpus: Path, split: str) -> set[str]:
 def score_checkpoint(path: Path, corpus: Path, split: str = "test", encoded_only: bool = False) -> dict:
     """Per-class event F1 at tIoU 0.5, false events per minute on eventless clips, and the usual summary."""
     from models.prefm.labels import LLP_CLASSES
-    from models.prefm.metrics import event_counts, extract_events
+    from models.prefm.metrics import event_counts, extract_events, summarize, video_metrics
     from models.prefm.online import load_checkpoint
-    from training.prefm.trainer import evaluate, predict_clip
+    from training.prefm.trainer import predict_clip
 
     model, _, meta = load_checkpoint(path)
     model.eval()
@@ -136,9 +137,11 @@ def score_checkpoint(path: Path, corpus: Path, split: str = "test", encoded_only
     counts = {m: np.zeros((3, len(LLP_CLASSES)), np.int64) for m in ("audio", "visual")}
     false_events = {"audio": 0, "visual": 0}
     neg_seconds, neg_clips = 0, 0
+    per_video = []
     for i in range(len(store)):
         clip = store.clip(i)
         probs = predict_clip(model, clip, variant)
+        per_video.append(video_metrics(probs, clip.labels))
         for m in ("audio", "visual"):
             pred = (probs[m][: clip.length] >= 0.5).astype(np.int64)
             counts[m] += np.stack(event_counts(pred, clip.labels[m].astype(np.int64), 5))
@@ -161,7 +164,7 @@ def score_checkpoint(path: Path, corpus: Path, split: str = "test", encoded_only
                         "audio_false_events_per_min": round(false_events["audio"] / max(minutes, 1e-9), 2),
                         "visual_false_events_per_min": round(false_events["visual"] / max(minutes, 1e-9), 2),
                         "false_events_per_min": round(sum(false_events.values()) / max(minutes, 1e-9), 2)}
-    summary = evaluate(model, store, variant)
+    summary = summarize(per_video)  # what `trainer.evaluate` reports, from the same predictions
     out["summary"] = {k: round(v, 2) for k, v in summary.items() if k in ("evt_f1_avg_audio", "evt_f1_avg_visual",
                                                                         "evt_f1_avg_av", "mean_evt_f1")}
     return out
@@ -175,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", default="0", help="score: comma list of trained seeds")
     p.add_argument("--only", help="comma list of variants")
-    p.add_argument("--epochs", type=int)
+    p.add_argument("--epochs", type=int, help="train: override the recipe's 300 epochs (a shorter schedule)")
+    p.add_argument("--warmup", type=int, help="train: override the recipe's 20 warm-up epochs")
+    p.add_argument("--val-every", type=int, help="train: override the recipe's validation every 10 epochs")
     p.add_argument("--split", default="test")
     p.add_argument("--out", help="score: result JSON path")
     p.add_argument("--encoded-only", action="store_true",
@@ -193,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     only = [v for v in (a.only or "").split(",") if v] or None
     if a.command == "train":
-        train_all(corpus, runs, a.seed, only, a.epochs, a.encoded_only)
+        train_all(corpus, runs, a.seed, only, a.epochs, a.encoded_only, a.warmup, a.val_every)
         return 0
     results: dict = {"split": a.split, "encoded_only": a.encoded_only,
                      "shipped_before": score_checkpoint(SHIPPED, corpus, a.split, a.encoded_only)}
