@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--val-every", type=int, help="train: override the recipe's validation every 10 epochs")
     p.add_argument("--split", default="test")
     p.add_argument("--out", help="score: result JSON path")
+    p.add_argument("--no-shipped", action="store_true", help="score: leave out the shipped checkpoint")
     p.add_argument("--encoded-only", action="store_true",
                    help="use data_info_encoded/ (the clips encoded so far, written by `prepare`)")
     a = p.parse_args(argv)
@@ -200,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.command == "train":
         train_all(corpus, runs, a.seed, only, a.epochs, a.encoded_only, a.warmup, a.val_every)
         return 0
-    results: dict = {"split": a.split, "encoded_only": a.encoded_only,
-                     "shipped_before": score_checkpoint(SHIPPED, corpus, a.split, a.encoded_only)}
+    results: dict = {"split": a.split, "encoded_only": a.encoded_only}
+    if not a.no_shipped:
+        results["shipped_before"] = score_checkpoint(SHIPPED, corpus, a.split, a.encoded_only)
     for seed in [int(s) for s in a.seeds.split(",")]:
         for name in VARIANTS:
             ckpt = runs / f"seed{seed}" / f"{name}.pt"
