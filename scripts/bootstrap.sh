@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-APT_PACKAGES=(ffmpeg espeak-ng sox sound-theme-freedesktop rtsp-server-perl chromium
+APT_PACKAGES=(ffmpeg espeak-ng sox sound-theme-freedesktop gcompris-qt-data tuxpaint-stamps-default rtsp-server-perl chromium
               python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good
               gstreamer1.0-plugins-bad)
 missing=()

@@ -56,6 +56,9 @@ class PreFMConfig:
     use_future: bool = True
     positional: bool = False  # add sinusoidal "seconds ago" encodings (our extension; the paper has none)
     attention: str = "plain"  # "fan": FANformer's Fourier pre-projection in the encoder's attention (our extension)
+    # Use only the first N visual dims (None = all). The embedded encoder's last 40 dims are a colour histogram
+    # and a 4x4 thumbnail: scene statistics a small corpus lets the model memorise instead of objects.
+    visual_keep: int | None = None
     class_names: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -246,7 +249,7 @@ class PreFM(nn.Module):
         self.config = config
         c = config
         self.fc_a = nn.Linear(c.audio_dim, c.d_model)
-        self.fc_v = nn.Linear(c.visual_dim, c.d_model)
+        self.fc_v = nn.Linear(c.visual_keep or c.visual_dim, c.d_model)
         if c.st_dim is not None:
             self.fc_st = nn.Linear(c.st_dim, c.d_model)
             self.fc_fusion = nn.Linear(2 * c.d_model, c.d_model)
@@ -302,7 +305,7 @@ class PreFM(nn.Module):
         return self.fc_a(audio[:, :seconds])
 
     def embed_visual(self, visual: torch.Tensor, st: torch.Tensor | None) -> torch.Tensor:
-        v = self.fc_v(visual)
+        v = self.fc_v(visual[..., : self.config.visual_keep] if self.config.visual_keep else visual)
         if self.config.st_dim is not None:
             if st is None:
                 raise ValueError("this model was built with st_dim; pass the st features")

@@ -2,6 +2,7 @@
 
     build_main(["--out", "data/corpus", "--clips", "120", "--seed", "0"])                       # v1
     build_main(["--out", "data/corpus_v2", "--clips", "200", "--seed", "1", "--scripts", "0.7"])  # v2
+    build_main(["--out", "data/corpus_v3", "--version", "3", "--clips", "160", "--asr", ""])        # v3 (real)
 
 writes, under --out: `clips/*.mp4`, `truth/*.json`, PreFM's embedded layout (`embedded/{audio,visual}/`,
 `label/label/{audio,visual}/`, `data_info/{train,val,test}_pd.csv`) and the grounder's data
@@ -28,6 +29,9 @@ def build_main(argv: list[str] | None = None) -> int:
                    help="share of scripted clips (phone call, alarm, conversation, showcase), e.g. 0.7; "
                         "0 = the v1 corpus of independently placed sources")
     p.add_argument("--asr", default="tiny.en", help="speech recognizer spec (models.audio.asr.make_recognizer)")
+    p.add_argument("--version", type=int, choices=(1, 2, 3), default=None,
+                   help="3 = real recordings and photos from packages, split by source file (training/corpus/"
+                        "compose_v3.py), with YAMNet teacher features; default: v1/v2 as --scripts says")
     p.add_argument("--no-features", action="store_true", help="compose only, do not run the encoders")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
@@ -39,14 +43,23 @@ def build_main(argv: list[str] | None = None) -> int:
         if a.clips < 2:
             raise ValueError("--clips must be at least 2")
         t0 = time.time()
-        truths = compose_corpus(a.out, a.clips, a.seed, a.min_seconds, a.max_seconds, progress=not a.quiet,
-                                scripts=a.scripts)
+        if a.version == 3:
+            from training.corpus.compose_v3 import compose_corpus_v3
+
+            truths = compose_corpus_v3(a.out, a.clips, a.seed, progress=not a.quiet)
+        else:
+            truths = compose_corpus(a.out, a.clips, a.seed, a.min_seconds, a.max_seconds, progress=not a.quiet,
+                                    scripts=a.scripts)
         print(f"composed {len(truths)} clips, {sum(t.duration for t in truths)} s, "
               f"{sum(len(t.queries) for t in truths)} queries in {time.time() - t0:.0f} s")
         if not a.no_features:
             t1 = time.time()
             lengths = encode_corpus(a.out, asr=a.asr or None, progress=not a.quiet)
             print(f"encoded {len(lengths)} clips ({sum(lengths.values())} s) in {time.time() - t1:.0f} s")
+            if a.version == 3:
+                from training.corpus.teacher import write_teachers
+
+                write_teachers(a.out, lengths, progress=not a.quiet)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -48,9 +48,15 @@ def weighted_bce(logits: torch.Tensor, targets: torch.Tensor, weights: torch.Ten
 
 def cosine_distillation(student: torch.Tensor, teacher: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """mean of w_t * (1 - cos(student, teacher)) over the feature axis; equals the authors'
-    ``mean(w) - mean(w * cos)`` (AVVP) and ``1 - mean(w * cos)`` (AVEL, whose weights average 1)."""
+    ``mean(w) - mean(w * cos)`` (AVVP) and ``1 - mean(w * cos)`` (AVEL, whose weights average 1).
+    All-zero teacher rows (a modality without a teacher, e.g. the visual side of YAMNet distillation) carry no
+    direction and are left out of the mean; with no zero rows the value is exactly the authors'."""
     cos = F.cosine_similarity(student, teacher, dim=-1)
-    return (_expand(weights, cos) * (1.0 - cos)).mean()
+    present = (teacher.abs().sum(-1) > 0).to(cos.dtype)
+    per = _expand(weights, cos) * (1.0 - cos) * present
+    if bool(present.all()):
+        return per.mean()
+    return per.sum() / present.sum().clamp(min=1.0)
 
 
 @dataclass

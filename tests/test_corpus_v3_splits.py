@@ -1,0 +1,64 @@
+"""Corpus v3 split hygiene: no source recording or photo feeds two splits."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from training.corpus.compose_v3 import assign_sources, compose_clip, split_violations
+from training.corpus.real_sources import TUXPAINT_STAMPS, Photo, Recording, all_photos, all_recordings
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _fake(n_per_class: dict[str, int]) -> list[Recording]:
+    return [Recording(f"x:{llp}/{i}", "test", f"/nowhere/{llp}{i}.ogg", llp, "event")
+            for llp, n in n_per_class.items() for i in range(n)]
+
+
+def test_every_file_gets_one_split_and_tested_classes_are_trained():
+    recs = _fake({"Dog": 4, "Cat": 2, "Banjo": 1}) + _fake({"Speech": 20})
+    photos = [Photo(f"p:{i}", "test", "", "Dog" if i < 2 else None) for i in range(6)]
+    pools = assign_sources(recs, photos, seed=3)
+    assert set(pools.split_of) == {r.key for r in recs} | {p.key for p in photos}
+    by_class: dict[str, Counter] = {}
+    for r in recs:
+        by_class.setdefault(r.llp, Counter())[pools.split_of[r.key]] += 1
+    assert by_class["Dog"] == Counter({"train": 2, "val": 1, "test": 1})
+    assert by_class["Cat"] == Counter({"train": 1, "test": 1})
+    assert by_class["Banjo"] == Counter({"train": 1})  # one file: learnable, never tested
+    assert set(by_class["Speech"]) == {"train", "val", "test"}
+    for split in ("train", "val", "test"):
+        keys = {r.key for r in pools.recordings[split]} | {p.key for p in pools.photos[split]}
+        assert all(pools.split_of[k] == split for k in keys)
+
+
+def test_split_violations_catches_a_shared_file(tmp_path):
+    (tmp_path / "truth").mkdir()
+    for cid, split, sources in (("a", "train", ["s1", "s2"]), ("b", "test", ["s2", "s3"]), ("c", "test", ["s3"])):
+        (tmp_path / "truth" / f"{cid}.json").write_text(json.dumps({"split": split, "sources": sources}))
+    assert split_violations(tmp_path) == {"s2": ["test", "train"]}
+
+
+@pytest.mark.skipif(not TUXPAINT_STAMPS.is_dir(), reason="tuxpaint-stamps-default not installed")
+def test_composed_clips_use_only_their_split(tmp_path):
+    recs = [r for r in all_recordings(max_voices=20) if r.role != "distractor" or "freedesktop" in r.key]
+    pools = assign_sources(recs, all_photos(), seed=0)
+    for i, split in enumerate(("train", "val", "test", "test", "train")):
+        truth, _, extra = compose_clip(f"c{i}", split, pools, seed=0, index=i)
+        sources = json.loads(extra["sources"])
+        assert sources and all(pools.split_of[k] == split for k in sources), (split, sources)
+        record = {**truth.to_dict(), "sources": sources}
+        (tmp_path / "truth").mkdir(exist_ok=True)
+        (tmp_path / "truth" / f"c{i}.json").write_text(json.dumps(record))
+    assert split_violations(tmp_path) == {}
+
+
+def test_built_corpus_is_clean():
+    root = REPO / "data" / "corpus_v3"
+    if not (root / "truth").is_dir():
+        pytest.skip("corpus v3 not built (foresight train corpus --version 3 --out data/corpus_v3)")
+    assert split_violations(root) == {}
