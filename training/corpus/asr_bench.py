@@ -69,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     import torch
 
-    from pipelines.synth import load_audio
     from training.corpus.real_sources import TUXPAINT_STAMPS, english_descriptions
+    from training.media.synth import load_audio
 
     torch.set_num_threads(1)
     items = [(str(path.relative_to(TUXPAINT_STAMPS)), load_audio(path), ref) for path, ref in english_descriptions()]

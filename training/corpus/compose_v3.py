@@ -220,7 +220,7 @@ def _queries(truth: ClipTruth) -> list[dict]:
 
 def render(path: Path, truth: ClipTruth, track: np.ndarray, locators: dict[str, str]) -> Path:
     """Encode the clip (H.264 + AAC MP4): each shot slowly zooms into its photo."""
-    from pipelines.synth import ClipSpec, ken_burns, write_clip
+    from training.media.synth import ClipSpec, ken_burns, write_clip
 
     def frame(t: float) -> np.ndarray:
         shot = next((s for s in truth.shots if s.start <= t < s.end), truth.shots[-1])

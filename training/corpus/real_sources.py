@@ -213,7 +213,7 @@ def _bytes(locator: str) -> bytes:
 @cache
 def load_recording(locator: str, rate: int = 16_000) -> np.ndarray:
     """Float32 mono samples at `rate` of a recording (decoded from its bundle when it lives in one)."""
-    from pipelines.synth import load_audio
+    from training.media.synth import load_audio
 
     _check_allowed(locator)
     if not locator.startswith("rcc:"):
@@ -236,7 +236,7 @@ def load_photo(locator: str) -> np.ndarray:
 
     _check_allowed(locator)
     if locator.startswith("skimage:"):
-        from pipelines.synth import sample_image
+        from training.media.synth import sample_image
 
         return sample_image(locator.split(":", 1)[1])
     data = _bytes(locator) if locator.startswith("rcc:") else Path(locator).read_bytes()

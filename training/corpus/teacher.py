@@ -18,7 +18,7 @@ def write_teachers(root: str | Path, lengths: dict[str, int], progress: bool = T
     from tqdm import tqdm
 
     from models.audio.yamnet_embed import EMBED_DIM, YamnetEmbedder
-    from pipelines.synth import load_audio
+    from training.media.synth import load_audio
 
     root = Path(root)
     out_a, out_v = root / "label" / "feature_label" / "audio", root / "label" / "feature_label" / "visual"
