@@ -24,15 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from models.taxonomy import readable
-from training.corpus.compose import (
-    AudioItem,
-    ClipTruth,
-    Shot,
-    audible_extent,
-    write_labels,
-    write_split_files,
-)
+from training.corpus.layout import write_labels, write_split_files
+from training.corpus.mixing import audible_extent
 from training.corpus.real_sources import Photo, Recording, load_photo, load_recording
+from training.corpus.truth import AudioItem, ClipTruth, Shot
 
 RATE = 16_000
 WIDTH, HEIGHT = 640, 360
