@@ -19,7 +19,7 @@ from training.prefm.trainer import TrainConfig
 from training.selective.estimator import RidgeEstimator
 from training.selective.forecaster import ForecastConfig, fit_forecaster, forecast_mse, load_forecaster
 from training.selective.masks import anomaly_keep, masked_mse, position_variance, uncertainty_keep
-from training.selective.prefm import PreFMFutureSelector, future_scores
+from training.selective.prefm import PreFMFutureSelector, future_scores, mask_shares
 from training.selective.selector import Selector
 from training.selective.series import make_windows, result_series, synthetic_series
 from training.selective.stream import main as stream_main
@@ -145,6 +145,8 @@ def test_train_prefm_future_loss_flag(tmp_path):
     assert meta["train"]["future_loss"] == "selective"
     scores = future_scores(model, ClipStore("llp", root, "test"))
     assert set(scores) == {f"future_f1_h{h}" for h in range(1, 6)} | {"future_f1_mean"}
+    shares = mask_shares(model, ClipStore("llp", root, "train"))
+    assert 0.0 < shares["kept_pos"] <= 1.0 and 0.2 < shares["kept_neg"] < 0.8
 
 
 def test_direction_selective_beats_plain_mse_on_corrupted_series():

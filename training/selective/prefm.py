@@ -102,3 +102,36 @@ def future_scores(model: PreFM, store: ClipStore, threshold: float = 0.5) -> dic
     out = {f"future_f1_h{h + 1}": float(f1[h]) for h in range(Lf)}
     out["future_f1_mean"] = float(f1.mean())
     return out
+
+
+@torch.no_grad()
+def mask_shares(model: PreFM, store: ClipStore, batch_size: int = 256) -> dict[str, float]:
+    """What the masks would keep for a trained model: one pass over every training window fills the
+    residual history and the uncertainty mask, a second pass takes both masks; returns the share of
+    positive and of negative future targets kept. Explains what the selective loss leaves out."""
+    cfg = model.config
+    selector = PreFMFutureSelector(store, cfg)
+    model.eval()
+    batches = []
+    for i in range(len(store)):
+        clip = store.clip(i)
+        batches += [(selector.window_id(i, t), window_sample(clip, t, cfg.Lc, cfg.Lf, cfg.audio_rate, cfg.task))
+                    for t in range(clip.length - cfg.Lf)]
+    kept = {"pos": 0.0, "neg": 0.0}
+    total = {"pos": 0.0, "neg": 0.0}
+    for sweep in range(2):
+        for lo in range(0, len(batches), batch_size):
+            chunk = batches[lo: lo + batch_size]
+            ids = torch.tensor([w for w, _ in chunk])
+            a = torch.from_numpy(np.stack([s["audio"] for _, s in chunk]))
+            v = torch.from_numpy(np.stack([s["visual"] for _, s in chunk]))
+            labels = torch.from_numpy(np.stack([s["labels"][cfg.Lc:] for _, s in chunk]))
+            mask = selector.mask(ids, model(a, v).logits[:, cfg.Lc:], labels)
+            if sweep == 1:
+                pos = labels > 0.5
+                kept["pos"] += float(mask[pos].sum())
+                kept["neg"] += float(mask[~pos].sum())
+                total["pos"] += float(pos.sum())
+                total["neg"] += float((~pos).sum())
+        selector.end_epoch()
+    return {f"kept_{k}": kept[k] / max(total[k], 1.0) for k in kept}

@@ -25,7 +25,7 @@ from models.prefm.modeling_prefm import preset
 from models.prefm.online import load_checkpoint
 from training.prefm.data import LAYOUTS, ClipStore
 from training.prefm.trainer import TrainConfig, evaluate, train
-from training.selective.prefm import future_scores
+from training.selective.prefm import future_scores, mask_shares
 
 RECIPE = dict(batch_size=32, lr=5e-4, lr_min=5e-6, warmup_epochs=10, val_every=10, distill=False)
 
@@ -43,7 +43,7 @@ def run_one(corpus: Path, layout: str, loss: str, seed: int, epochs: int, work: 
 
 
 def summarize(runs: list[dict]) -> dict:
-    keys = [k for k in runs[0] if k.startswith(("future_f1", "test_", "val_"))]
+    keys = [k for k in runs[0] if k.startswith(("future_f1", "test_", "val_", "kept_"))]
     out: dict[str, dict] = {}
     for loss in dict.fromkeys(r["future_loss"] for r in runs):
         rs = [r for r in runs if r["future_loss"] == loss]
@@ -62,6 +62,19 @@ def write_doc(out: Path, a: argparse.Namespace, argv: list[str] | None, runs: li
     out.write_text(json.dumps(doc, indent=2) + "\n")
 
 
+def diagnose(out: Path, store: ClipStore, work: Path) -> int:
+    """Add ``kept_pos`` / ``kept_neg`` (``training.selective.prefm.mask_shares``) to every run of ``out``."""
+    doc = json.loads(out.read_text())
+    for r in doc["runs"]:
+        model, _, _ = load_checkpoint(work / f"{r['future_loss']}_{r['seed']}.pt")
+        r.update(mask_shares(model, store))
+        print(f"{r['future_loss']} seed {r['seed']}: masks keep {100 * r['kept_pos']:.0f} % of positive and "
+              f"{100 * r['kept_neg']:.0f} % of negative future targets", flush=True)
+    doc["summary"] = summarize(doc["runs"])
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.selective.prefm_future", description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", default="var/corpus_v2", help="embedded corpus v2 folder")
@@ -70,12 +83,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=100)
     p.add_argument("--work", default="var/selective_prefm", help="folder for the checkpoints")
     p.add_argument("--out", default="docs/results/training/selective_prefm.json")
+    p.add_argument("--diagnose-only", action="store_true",
+                   help="add to --out's runs the share of positive / negative future targets the masks keep "
+                        "(from the checkpoints in --work), without training")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     corpus, work = Path(a.corpus), Path(a.work)
     if not (corpus / "data_info" / "train_pd.csv").is_file():
         print(f"error: no encoded corpus at {corpus} (build it with foresight train corpus)", file=sys.stderr)
         return 2
+    if a.diagnose_only:
+        return diagnose(Path(a.out), ClipStore(a.layout, corpus, "train"), work)
     work.mkdir(parents=True, exist_ok=True)
     runs = []
     for seed in (int(s) for s in a.seeds.split(",")):
