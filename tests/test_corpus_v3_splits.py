@@ -62,3 +62,14 @@ def test_built_corpus_is_clean():
     if not (root / "truth").is_dir():
         pytest.skip("corpus v3 not built (foresight train corpus --version 3 --out data/corpus_v3)")
     assert split_violations(root) == {}
+
+
+def test_only_the_listed_sources_can_be_read():
+    from training.corpus.real_sources import _check_allowed, all_recordings
+
+    for rec in all_recordings():
+        _check_allowed(rec.locator)  # every inventoried recording lies under a listed source
+    for outside in ("/usr/share/sounds/other-theme/bell.wav", "/tmp/clip.wav", "rcc:/tmp/x.rcc:a.ogg",
+                    "/usr/share/tuxpaint/stamps/../../sounds/x.ogg"):
+        with pytest.raises(ValueError, match="must never be read"):
+            _check_allowed(outside)

