@@ -14,25 +14,22 @@ videos, plus the usual mean event F1 over all classes. This takes tens of minute
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from models.prefm.labels import LLP_INDEX
 from models.prefm.metrics import TIOU_TENTHS, event_counts, segment_counts
-from models.prefm.modeling_prefm import PreFM, preset
-from models.prefm.online import load_checkpoint
-from training.prefm.data import LAYOUTS, ClipStore
-from training.prefm.trainer import TrainConfig, evaluate, predict_clip, train
+from models.prefm.modeling_prefm import PreFM
+from training.prefm.compare import arg_parser, run_comparison, seed_statistics, train_and_test
+from training.prefm.data import ClipStore
+from training.prefm.trainer import predict_clip
 
 PERIODIC = ("Telephone_bell_ringing", "Fire_alarm")
 CONTRAST = ("Speech",)
-RECIPE = dict(batch_size=32, lr=5e-4, lr_min=5e-6, warmup_epochs=10, val_every=10, distill=False)
+PROG = "python -m training.fanformer.prefm_periodic"
 
 
 def _f1(tp: float, fp: float, fn: float) -> float:
@@ -57,69 +54,37 @@ def class_scores(model: PreFM, store: ClipStore, classes: tuple[str, ...], modal
             for j, c in enumerate(classes)}
 
 
-def run_one(corpus: Path, layout: str, attention: str, seed: int, epochs: int, work: Path) -> dict:
-    stores = {s: ClipStore(layout, corpus, s) for s in ("train", "val", "test")}
-    tcfg = TrainConfig(variant="prefm", epochs=epochs, seed=seed, progress=False, **RECIPE)
-    t0 = time.perf_counter()
-    result = train(preset("small", positional=True, attention=attention), stores["train"], stores["val"], tcfg,
-                   work / f"{attention}_{seed}.pt")
-    model, _, _ = load_checkpoint(result.checkpoint)
-    test = evaluate(model, stores["test"], "prefm")
-    return {"attention": attention, "seed": seed, "best_epoch": result.best_epoch, "params": model.num_parameters(),
-            "train_seconds": round(time.perf_counter() - t0, 1), "val_mean_evt_f1": result.best_val["mean_evt_f1"],
-            "test_mean_evt_f1": test["mean_evt_f1"], "test_evt_f1_audio": test["evt_f1_avg_audio"],
+def run_one(a, attention: str, seed: int) -> dict:
+    model, stores, record = train_and_test(Path(a.corpus), a.layout, seed, a.epochs,
+                                           Path(a.work) / f"{attention}_{seed}.pt", {"attention": attention})
+    return {"attention": attention, **record, "params": model.num_parameters(),
             "classes": class_scores(model, stores["test"], PERIODIC + CONTRAST)}
 
 
 def summarize(runs: list[dict]) -> dict:
     """Mean and sample std over seeds of every number, per attention."""
-    out: dict[str, dict[str, list[float]]] = {}
+    rows: dict[str, list[dict[str, float]]] = {}
     for r in runs:
         flat = {k: r[k] for k in ("val_mean_evt_f1", "test_mean_evt_f1", "test_evt_f1_audio")}
         for c, sc in r["classes"].items():
             flat.update({f"{c}_seg_f1": sc["seg_f1"], f"{c}_evt_f1": sc["evt_f1"]})
         flat["periodic_evt_f1"] = float(np.mean([r["classes"][c]["evt_f1"] for c in PERIODIC]))
         flat["periodic_seg_f1"] = float(np.mean([r["classes"][c]["seg_f1"] for c in PERIODIC]))
-        for k, v in flat.items():
-            out.setdefault(r["attention"], {}).setdefault(k, []).append(v)
-    return {att: {k: {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
-                      "per_seed": v} for k, v in d.items()} for att, d in out.items()}
+        rows.setdefault(r["attention"], []).append(flat)
+    return seed_statistics(rows)
 
 
-def write_doc(out: Path, a: argparse.Namespace, argv: list[str] | None, runs: list[dict]) -> None:
-    """The result JSON so far (rewritten after every run, so a long job leaves what it finished)."""
-    doc = {"command": "python -m training.fanformer.prefm_periodic " + " ".join(argv or sys.argv[1:]),
-           "recipe": {"preset": "small", "positional": True, "epochs": a.epochs, **RECIPE},
-           "periodic_classes": list(PERIODIC), "runs": runs, "summary": summarize(runs)}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2) + "\n")
+def describe(r: dict) -> str:
+    return (f"test mean evt F1 {r['test_mean_evt_f1']:.1f}, "
+            + ", ".join(f"{c} evt {s['evt_f1']:.1f}" for c, s in r["classes"].items()))
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m training.fanformer.prefm_periodic", description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus", default="var/corpus_v2", help="embedded corpus v2 folder")
-    p.add_argument("--layout", choices=LAYOUTS, default="embedded")
-    p.add_argument("--seeds", default="87,88,89")
-    p.add_argument("--epochs", type=int, default=100)
-    p.add_argument("--work", default="var/fanformer_prefm", help="folder for the checkpoints")
-    p.add_argument("--out", default="docs/results/training/fanformer_prefm.json")
-    a = p.parse_args(argv)
-    torch.set_num_threads(1)
-    corpus, work = Path(a.corpus), Path(a.work)
-    if not (corpus / "data_info" / "train_pd.csv").is_file():
-        print(f"error: no encoded corpus at {corpus} (build it with foresight train corpus)", file=sys.stderr)
-        return 2
-    work.mkdir(parents=True, exist_ok=True)
-    runs = []
-    for seed in (int(s) for s in a.seeds.split(",")):
-        for attention in ("plain", "fan"):
-            runs.append(run_one(corpus, a.layout, attention, seed, a.epochs, work))
-            r = runs[-1]
-            print(f"{attention} seed {seed}: test mean evt F1 {r['test_mean_evt_f1']:.1f}, "
-                  + ", ".join(f"{c} evt {s['evt_f1']:.1f}" for c, s in r["classes"].items()), flush=True)
-            write_doc(Path(a.out), a, argv, runs)
-    print(f"written {a.out}")
-    return 0
+    a = arg_parser(PROG, __doc__.split("\n\n")[0], "var/fanformer_prefm",
+                   "docs/results/training/fanformer_prefm.json").parse_args(argv)
+    return run_comparison(a, PROG + " " + " ".join(argv or sys.argv[1:]), ("plain", "fan"), partial(run_one, a),
+                          describe, lambda runs: {"periodic_classes": list(PERIODIC), "runs": runs,
+                                                  "summary": summarize(runs)})
 
 
 if __name__ == "__main__":
