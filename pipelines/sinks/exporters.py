@@ -23,9 +23,16 @@ def to_webvtt(transcript: list[dict]) -> str:
 
 
 def write_json(path: Path, result: dict) -> None:
+    """Atomically for files (a killed run never leaves half a file); straight into anything else that exists
+    (`/dev/null`, `/dev/stdout`, a pipe), which a rename would replace with a regular file."""
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    if path.exists() and not path.is_file():
+        with open(path, "w") as fh:
+            fh.write(text)
+        return
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2, ensure_ascii=False))
-    tmp.replace(path)  # atomic: a killed run never leaves half a file
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def summary_row(name: str, result: dict | None, error: str | None) -> dict:
