@@ -25,18 +25,20 @@ SOCKET = ("import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\
 
 @dataclass(frozen=True)
 class Case:
-    """A hostile program and what a clean outcome looks like: the error starts with `expect`
-    (or, with `truncated`, the output is cut), within `within_s` seconds."""
+    """A hostile program and what a clean outcome looks like: the error starts with `expect` (one of
+    them, when a tuple: a busy loop meets the wall-clock and the CPU limit at about the same moment on
+    an idle machine, and either one containing it is clean), or, with `truncated`, the output is cut,
+    within `within_s` seconds."""
 
     name: str
     code: str
-    expect: str
+    expect: str | tuple[str, ...]
     within_s: float
     truncated: bool = False
 
 
 GUARDED = (
-    Case("infinite loop", LOOP, "timeout", 3.0),
+    Case("infinite loop", LOOP, ("timeout", "cpu limit"), 3.0),
     Case("sleep forever", "import time\ntime.sleep(3600)\n", "timeout", 3.0),
     Case("fork bomb", FORK_BOMB, "forbidden operation: os.fork", 1.0),
     Case("memory bomb", "x = bytearray(8 * 1024 ** 3)\n", "memory limit", 1.0),
@@ -53,7 +55,7 @@ GUARDED = (
     Case("huge output", "print('x' * 10 ** 6)\n", "", 1.0, truncated=True),
 )
 KERNEL_ONLY = (
-    Case("fork bomb, hook off", STUBBORN_FORK_BOMB, "timeout", 4.0),
+    Case("fork bomb, hook off", STUBBORN_FORK_BOMB, ("timeout", "cpu limit"), 4.0),
     Case("socket to 127.0.0.1, hook off", SOCKET, "OSError: [Errno 101] Network is unreachable", 2.0),
     Case("write /root, hook off", "open('/root/zerotir-escape.txt', 'w').write('x')\n",
          "PermissionError: [Errno 13] Permission denied", 1.0),
@@ -66,7 +68,8 @@ def held(case: Case, result: ExecResult, seconds: float) -> bool:
         return False
     if case.truncated:
         return result.ok and result.truncated
-    return (not result.ok and result.error is not None and result.error.startswith(case.expect)
+    expected = case.expect if isinstance(case.expect, tuple) else (case.expect,)
+    return (not result.ok and result.error is not None and result.error.startswith(expected)
             and "\n" not in result.error)
 
 
