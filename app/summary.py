@@ -34,7 +34,9 @@ def render_summary(result: dict, max_events: int = 25) -> str:
     events = result.get("events", [])
     lines.append(f"\nEvents ({len(events)}):")
     for e in events[:max_events]:
-        lines.append(f"  {_ts(e['start'])}-{_ts(e['end'])}  {e['modality']:<12} {e['label']}  ({e['confidence']:.2f})")
+        by = f", {e['source']}" if e.get("source") else ""
+        lines.append(f"  {_ts(e['start'])}-{_ts(e['end'])}  {e['modality']:<12} {e.get('name') or e['label']}  "
+                     f"({e['confidence']:.2f}{by})")
     if len(events) > max_events:
         lines.append(f"  ... {len(events) - max_events} more in the JSON output")
     transcript = result.get("transcript", [])

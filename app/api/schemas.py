@@ -58,6 +58,9 @@ class Event(BaseModel):
     start: float
     end: float
     confidence: float
+    source: Literal["prefm", "tags"] | None = Field(None, description="the model that produced the event")
+    taxonomy: Literal["llp", "audioset", "coco"] | None = Field(None, description="the label's class list")
+    name: str | None = Field(None, description="the label as a person writes it")
 
 
 class TranscriptSegment(BaseModel):

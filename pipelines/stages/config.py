@@ -18,14 +18,17 @@ class StageConfig:
     asr_model: str | None = None
     asr_language: str | None = "en"
     tags: bool = True
-    tag_threshold: float = 0.3
+    # Tag events on real recordings, calibrated on corpus v3 train + val (docs/results/tag_calibration.json):
+    # a tag counts at this probability, at most `tag_top_k` per second, in events of at least `tag_min_s`.
+    tag_threshold: float = 0.35
     tag_top_k: int = 3
+    tag_min_s: float = 2.0
     vad_threshold: float = 0.5
     max_span_s: float = 20.0
     visual: bool = True
     yolo_size: int = 416
     visual_min_score: float = 0.4
-    events_model: str = "auto"  # "prefm" (LLP classes), "tags" (AudioSet/COCO labels), "auto": prefm if shipped
+    events_model: str = "auto"  # "union", "prefm" (LLP classes only), "tags" (AudioSet/COCO only); auto: union if shipped
     prefm_checkpoint: str | None = None
     prefm_threshold: float = 0.5
     safety: bool = True

@@ -27,6 +27,13 @@ class Event:
                 "end": round(self.end, 2), "confidence": round(self.confidence, 3)}
 
 
+def labelled(event: dict, source: str, taxonomy: str) -> dict:
+    """`event` with the model that produced it, its label's taxonomy and the label as a person writes it."""
+    from models.taxonomy import readable
+
+    return {**event, "source": source, "taxonomy": taxonomy, "name": readable(event["label"], taxonomy)}
+
+
 class EventTracker:
     def __init__(self, max_gap: int = 1, min_duration: float = 1.0):
         self.max_gap = max_gap

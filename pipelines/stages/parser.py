@@ -1,9 +1,16 @@
-"""Events: the per-second outputs of speech, sound and picture become events, by one of two strategies.
+"""Events: the per-second outputs of speech, sound and picture become events, by one of three strategies.
 
-- `PrefmEvents` (the default when a PreFM checkpoint is shipped): PreFM's online LLP-class audio, visual and
-  audio-visual events, with the model's anticipation of the next seconds. PreFM has its own Speech class, so
-  the VAD's spans then only drive ASR.
-- `TagEvents`: AudioSet tags and detected objects merged into events, plus Speech events from the VAD spans.
+- `UnionEvents` (the default when a PreFM checkpoint is shipped, `--events auto` or `union`): PreFM's events for
+  the classes its checkpoint was trained on, plus tag events for everything else, so the default output is
+  never narrower than the embedded taggers (`pipelines/stages/union.py`).
+- `PrefmEvents` (`--events prefm`): PreFM's online LLP-class audio, visual and audio-visual events, with the
+  model's anticipation of the next seconds. PreFM has its own Speech class, so the VAD's spans then only
+  drive ASR.
+- `TagEvents` (`--events tags`): AudioSet tags and detected objects merged into events, plus Speech events
+  from the VAD spans.
+
+Every event says which model produced it (`source`: prefm or tags), the taxonomy its label belongs to
+(`taxonomy`: llp, audioset or coco) and its human-readable `name`.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import numpy as np
 
 from models.errors import BadInput
 from pipelines.stages.config import StageConfig
-from pipelines.stages.events import EventTracker
+from pipelines.stages.events import EventTracker, labelled
 from pipelines.stages.record import Second
 
 # YAMNet labels that duplicate the VAD's speech events or carry no event information.
@@ -57,7 +64,7 @@ class TagEvents:
 
     def __init__(self, config: StageConfig):
         self.config = config
-        self.tracker = EventTracker(max_gap=1)
+        self.tracker = EventTracker(max_gap=1, min_duration=config.tag_min_s)
 
     def step(self, record: Second, speech: dict, audio: dict, visual: dict | None) -> tuple[list, list, dict]:
         """(closed, active, anticipation) after one second."""
@@ -65,13 +72,19 @@ class TagEvents:
         closed = self.tracker.update(record.start, record.end, tag_labels(self.config, audio.get("tags", {}), vis))
         for a, b in speech["spans"]:
             closed.append(self.tracker.add_span("Speech", "audio", a, b, max(speech["speech_prob"], 0.5)))
-        return [e.to_dict() for e in closed], [e.to_dict() for e in self.tracker.open.values()], {}
+        return [tag_event(e) for e in closed], [tag_event(e) for e in self.tracker.open.values()], {}
 
     def finish(self, speech: dict) -> list[dict]:
         closed = self.tracker.finish()
         for a, b in speech["spans"]:
             closed.append(self.tracker.add_span("Speech", "audio", a, b, 0.5))
-        return [e.to_dict() for e in closed]
+        return [tag_event(e) for e in closed]
+
+
+def tag_event(event) -> dict:
+    """A tag event's dict: Speech from the VAD is an LLP class, other audio labels AudioSet names, visual COCO."""
+    taxonomy = "llp" if event.label == "Speech" else ("audioset" if event.modality == "audio" else "coco")
+    return labelled(event.to_dict(), "tags", taxonomy)
 
 
 class PrefmEvents:
@@ -108,7 +121,8 @@ class PrefmEvents:
         return [self._shift(e) for e in events], active, anticipation
 
     def _shift(self, event: dict) -> dict:
-        return {**event, "start": round(event["start"] + self.t0, 2), "end": round(event["end"] + self.t0, 2)}
+        shifted = {**event, "start": round(event["start"] + self.t0, 2), "end": round(event["end"] + self.t0, 2)}
+        return labelled(shifted, "prefm", "llp")
 
     def finish(self, speech: dict) -> list[dict]:
         return [self._shift(e) for e in self.prefm.finish()] if self.t0 is not None else []
@@ -121,7 +135,14 @@ class ParserStage:
     def __init__(self, config: StageConfig):
         self.config = config
         path = prefm_checkpoint(config)
-        self.events = TagEvents(config) if path is None else PrefmEvents(config, path)
+        if path is None:
+            self.events = TagEvents(config)
+        elif config.events_model == "prefm":
+            self.events = PrefmEvents(config, path)
+        else:
+            from pipelines.stages.union import UnionEvents
+
+            self.events = UnionEvents(PrefmEvents(config, path), TagEvents(config), path)
 
     def process(self, record: Second, speech: dict, audio: dict, visual: dict | None = None) -> Second:
         closed, active, anticipation = self.events.step(record, speech, audio, visual)

@@ -95,7 +95,7 @@ def ship_defaults(corpus: Path, runs: Path, grounder: bool = True) -> None:
     different corpora (the leakage test checks each against its own)."""
     prefm = json.loads((runs / "prefm_test.json").read_text())
     ship(runs / "prefm" / "prefm.pt", PREFM_SHIPPED, corpus_stamp(corpus, ("train",)),
-         {"test": prefm["results"]["prefm"]})
+         {"test": prefm["results"]["prefm"]}, corpus_root=corpus)
     if not grounder:
         return
     grounding = json.loads((runs / "grounding_test.json").read_text())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from training.corpus.layout import load_truths
@@ -26,8 +27,33 @@ def corpus_stamp(corpus_root: str | Path, trained_on: tuple[str, ...] = ("train"
             "scripts": meta.get("scripts", 0.0), "trained_on": list(trained_on), "train_ids": ids}
 
 
-def ship(src: str | Path, dst: str | Path, stamp: dict, extra: dict | None = None, max_mb: float = 5.0) -> Path:
-    """Copy checkpoint `src` to `dst` with `meta["corpus"] = stamp` (and `extra` merged into meta)."""
+def coverage(corpus_root: str | Path, train_ids: list[str], class_names: list[str]) -> dict[str, list[str]]:
+    """The classes with at least one labelled second in the training clips, per modality: what a model
+    trained on them can be trusted to report (`meta["covers"]`, read by the default event output)."""
+    root = Path(corpus_root) / "label" / "label"
+    covers = {}
+    for modality in ("audio", "visual"):
+        seen = np.zeros(len(class_names), bool)
+        for clip_id in train_ids:
+            seen |= np.load(root / modality / f"{clip_id}.npy").any(axis=0)
+        covers[modality] = [name for name, hit in zip(class_names, seen, strict=True) if hit]
+    return covers
+
+
+def stamp_coverage(checkpoint: str | Path, corpus_root: str | Path) -> dict[str, list[str]]:
+    """Add `meta["covers"]` to a shipped checkpoint from its own corpus stamp's training clips."""
+    payload = torch.load(Path(checkpoint), map_location="cpu", weights_only=True)
+    meta = dict(payload.get("meta") or {})
+    meta["covers"] = coverage(corpus_root, meta["corpus"]["train_ids"], payload["config"]["class_names"])
+    payload["meta"] = meta
+    torch.save(payload, Path(checkpoint))
+    return meta["covers"]
+
+
+def ship(src: str | Path, dst: str | Path, stamp: dict, extra: dict | None = None, max_mb: float = 5.0,
+         corpus_root: str | Path | None = None) -> Path:
+    """Copy checkpoint `src` to `dst` with `meta["corpus"] = stamp` (and `extra` merged into meta); with
+    `corpus_root`, also the classes its training clips cover (`meta["covers"]`)."""
     payload = torch.load(Path(src), map_location="cpu", weights_only=True)
     if not isinstance(payload, dict) or "state_dict" not in payload:
         raise ValueError(f"{src}: not a checkpoint with a state_dict")
@@ -39,4 +65,6 @@ def ship(src: str | Path, dst: str | Path, stamp: dict, extra: dict | None = Non
     dst = Path(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
     torch.save(payload, dst)
+    if corpus_root is not None and "class_names" in payload.get("config", {}):
+        stamp_coverage(dst, corpus_root)
     return dst

@@ -1,0 +1,71 @@
+"""The default event output is never narrower than the embedded taggers (issue 11, section 3).
+
+A clip built here (not by the corpus code) from real recordings that Debian packages carry: a cello at
+9-13 s and applause at 16-19 s, then speech. The shipped PreFM knows neither class; the default (union)
+output must still report both, from the AudioSet tagger, at the right seconds, with its source and taxonomy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from training.corpus.real_sources import load_recording
+from training.media.synth import RATE, ClipSpec, place, speak, write_clip
+
+RCC = "rcc:/usr/share/gcompris-qt/rcc"
+CELLO = f"{RCC}/instruments.rcc:gcompris/src/activities/instruments/resource/cello.ogg"
+APPLAUSE = f"{RCC}/memory-sound.rcc:gcompris/src/activities/memory-sound/resource/LRApplauses_1_LA_cut.ogg"
+
+
+@pytest.fixture(scope="module")
+def real_clip(tmp_path_factory):
+    track = np.random.default_rng(0).normal(0, 0.003, 24 * RATE).astype(np.float32)
+    place(track, load_recording(CELLO)[: 4 * RATE], 9.0)
+    place(track, load_recording(APPLAUSE)[: 3 * RATE], 16.0)
+    place(track, speak("Please enter your password to continue."), 20.5)
+    path = tmp_path_factory.mktemp("union") / "cello_applause.mp4"
+    dark = np.full((180, 320, 3), 40, np.uint8)
+    return write_clip(path, ClipSpec(duration_s=24, fps=5, width=320, height=180, frame_fn=lambda t: dark, audio=track))
+
+
+def _events(path, events_model: str) -> list[dict]:
+    from pipelines import AnalyzeOptions, StageConfig, analyze_inline
+
+    stages = StageConfig(events_model=events_model, asr=False, safety=False, visual=False)
+    return analyze_inline(str(path), AnalyzeOptions(stages=stages))["events"]
+
+
+def _overlaps(event: dict, start: float, end: float) -> bool:
+    return event["start"] < end and event["end"] > start
+
+
+def test_default_output_keeps_what_the_tagger_finds(real_clip):
+    events = _events(real_clip, "auto")
+    assert all(e["source"] in ("prefm", "tags") and e["taxonomy"] in ("llp", "audioset", "coco") and e["name"]
+               for e in events)
+    cello = [e for e in events if e["label"] in ("Cello", "Bowed string instrument")]
+    applause = [e for e in events if e["label"] in ("Applause", "Clapping")]
+    assert cello and all(_overlaps(e, 9, 13) and e["source"] == "tags" and e["taxonomy"] == "audioset" for e in cello)
+    assert applause and all(_overlaps(e, 16, 19) for e in applause)
+    speech = [e for e in events if e["label"] == "Speech"]
+    assert speech and all(e["source"] == "prefm" and e["taxonomy"] == "llp" for e in speech)
+    assert not {"Cat", "Dog", "Motorcycle", "Bark", "Meow"} & {e["label"] for e in events}
+
+    prefm_only = _events(real_clip, "prefm")
+    assert prefm_only and all(e["source"] == "prefm" for e in prefm_only)
+    assert not [e for e in prefm_only if e["label"] in ("Cello", "Applause", "Clapping")]
+
+
+def test_union_leaves_covered_classes_to_prefm_and_on_screen_classes_to_the_detector():
+    from models.prefm import SHIPPED_CHECKPOINT
+    from models.taxonomy import LLP_AUDIOSET
+    from pipelines.stages.union import covered_classes, prefm_pairs, suppressed_tags
+
+    covers = covered_classes(str(SHIPPED_CHECKPOINT))  # stamped from its training clips, not all 25 classes
+    assert "Speech" in covers["audio"] and 0 < len(covers["audio"]) < len(LLP_AUDIOSET)
+    suppressed = suppressed_tags(covers)
+    kept = prefm_pairs(covers)
+    assert {LLP_AUDIOSET[llp] for llp in covers["audio"]} <= suppressed
+    assert "Applause" not in suppressed and "Cello" not in suppressed
+    assert not {"Cat", "Dog", "Car", "Motorcycle"} & kept["visual"]
