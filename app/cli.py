@@ -120,6 +120,7 @@ TRAIN_EVAL = {
     ("train", "grounding"): "training.trisense.cli:train_main",
     ("eval", "grounding"): "training.trisense.cli:eval_main",
     ("eval", "safety"): "training.safety.cli:eval_main",
+    ("eval", "perception"): "training.perception.cli:eval_main",
     ("train", "corpus"): "training.corpus.cli:build_main",
     ("eval", "training"): "training.cli:eval_training_main",
 }

@@ -57,8 +57,9 @@ LLP_RELATED: dict[str, tuple[str, ...]] = {
     "Baby_cry_infant_cry": ("Crying, sobbing", "Whimper", "Baby laughter"),
 }
 
-# COCO objects (YOLOv3-tiny's names) that show an LLP class on screen.
-LLP_COCO: dict[str, str] = {"Dog": "dog", "Cat": "cat", "Car": "car", "Motorcycle": "motorcycle", "Speech": "person"}
+# COCO objects that show an LLP class on screen, spelt as the detector's class list spells them (the Darknet
+# `coco.names` of YOLOv3-tiny says "motorbike").
+LLP_COCO: dict[str, str] = {"Dog": "dog", "Cat": "cat", "Car": "car", "Motorcycle": "motorbike", "Speech": "person"}
 
 _READABLE_LLP_OVERRIDES = {"Frying_(food)": "Frying (food)", "Chicken_rooster": "Chicken, rooster",
                            "Violin_fiddle": "Violin, fiddle", "Baby_cry_infant_cry": "Baby cry, infant cry"}

@@ -1,4 +1,5 @@
-"""The default event output is never narrower than the embedded taggers (issue 11, section 3).
+"""The default output on real recordings: never narrower than the embedded taggers (issue 11, section 3), and
+speech spans that keep a soft first word (section 5).
 
 A clip built here (not by the corpus code) from real recordings that Debian packages carry: a cello at
 9-13 s and applause at 16-19 s, then speech. The shipped PreFM knows neither class; the default (union)
@@ -55,6 +56,19 @@ def test_default_output_keeps_what_the_tagger_finds(real_clip):
     prefm_only = _events(real_clip, "prefm")
     assert prefm_only and all(e["source"] == "prefm" for e in prefm_only)
     assert not [e for e in prefm_only if e["label"] in ("Cello", "Applause", "Clapping")]
+
+
+def test_speech_span_keeps_the_soft_first_word(real_clip):
+    """After the applause the VAD fires once "Please" has begun: Whisper must hear the pre-roll before the
+    span (without it, the same clip reads "enter your password to continue")."""
+    from pipelines import AnalyzeOptions, StageConfig, analyze_inline
+
+    def transcript(pre_roll: float) -> str:
+        stages = StageConfig(safety=False, visual=False, tags=False, asr_pre_roll_s=pre_roll)
+        return " ".join(t["text"] for t in analyze_inline(str(real_clip), AnalyzeOptions(stages=stages))["transcript"])
+
+    assert transcript(0.5).lower().startswith("please enter your password")
+    assert not transcript(0.0).lower().startswith("please")
 
 
 def test_union_leaves_covered_classes_to_prefm_and_on_screen_classes_to_the_detector():

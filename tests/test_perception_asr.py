@@ -161,3 +161,4 @@ def test_vad_finds_speech_and_splits_a_long_span():
     assert cut is not None and len(spans) >= 1
     assert spans[0].start >= cut - vad.pad_s - 1e-6  # the part before the cut is not reported again
     assert spans[-1].end <= 1.0 + len(speech) / RATE + 1.0
+

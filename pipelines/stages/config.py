@@ -24,6 +24,8 @@ class StageConfig:
     tag_top_k: int = 3
     tag_min_s: float = 2.0
     vad_threshold: float = 0.5
+    asr_pre_roll_s: float = 0.5  # audio Whisper hears before a speech span's start (soft first words)
+    asr_post_roll_s: float = 0.3  # and after its end
     max_span_s: float = 20.0
     visual: bool = True
     yolo_size: int = 416

@@ -24,11 +24,14 @@ class SpeechStage:
         self._audio_t0 = 0.0
         self.asr_seconds = 0.0
         self.vad_seconds = 0.0
+        self._continued = False  # the open span was cut at max_span_s: its next piece carries on from there
+        self._heard_until = 0.0  # where the last piece handed to Whisper ended
 
     def reset(self) -> None:
         """A new source: forget speech state and buffered audio."""
         self.vad.reset()
         self._audio = self._audio[:0]
+        self._continued, self._heard_until = False, 0.0
 
     def _keep(self, seg: Segment) -> None:
         expected = self._audio_t0 + self._audio.size / RATE
@@ -47,9 +50,18 @@ class SpeechStage:
         hi = max(lo, int(round((end - self._audio_t0) * RATE)))
         return self._audio[lo:hi]
 
-    def _transcribe(self, start: float, end: float) -> list[dict]:
+    def _transcribe(self, start: float, end: float, ended: bool = True) -> list[dict]:
+        """Whisper on [start, end). A span's first piece gets `asr_pre_roll_s` of audio before the VAD's
+        start, and its last piece (`ended`) `asr_post_roll_s` after its end: the VAD fires after a soft first
+        word has begun ("Please enter your password" came back as "enter your password"). The pieces of a
+        long span meet exactly where one stopped, so no word is heard twice."""
         if self.asr is None:
             return []
+        if not self._continued:  # never back into what the previous span's piece already covered
+            start = max(self._audio_t0, self._heard_until, start - self.config.asr_pre_roll_s)
+        if ended:
+            end += self.config.asr_post_roll_s
+        self._continued, self._heard_until = not ended, end
         t0 = time.perf_counter()
         segs = self.asr.transcribe(self._cut(start, end), max(start, self._audio_t0))
         self.asr_seconds += time.perf_counter() - t0
@@ -69,7 +81,7 @@ class SpeechStage:
             out["transcript"].extend(self._transcribe(span.start, span.end))
         since = self.vad.open_since
         if since is not None and seg.end - since >= self.config.max_span_s:
-            out["transcript"].extend(self._transcribe(since, seg.end))
+            out["transcript"].extend(self._transcribe(since, seg.end, ended=False))
             self.vad.split_open_span(seg.end)  # the rest of this long span is transcribed as a new piece
         return out
 
