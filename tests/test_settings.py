@@ -65,3 +65,32 @@ def test_bad_config_files_are_refused_with_the_reason(tmp_path, text, reason):
 def test_cli_reports_a_bad_config_as_bad_input(tmp_path):
     proc = run_cli("analyze", "clip.mp4", "--config", str(tmp_path / "missing.toml"), timeout=60)
     assert proc.returncode == 2 and "cannot read config" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_method_flags_reach_the_stages(tmp_path):
+    """--visual-prompt, --safety-escalation and --latency-budget configure the real stages they name."""
+    import numpy as np
+
+    from pipelines.stages.safety import SafetyStage
+    from pipelines.stages.visual import VisualStage
+
+    prompt = tmp_path / "camera.npz"
+    dark = np.zeros((3, 4, 4), np.float32)  # gain 0 (channels first): the prompted frame is black, whatever comes
+    np.savez(prompt, linear=np.eye(2), shift=np.zeros(2), gain=dark, pattern=dark)
+    options = analysis_options(parse_cli(["analyze", "clip.mp4", "--visual-prompt", str(prompt),
+                                          "--safety-escalation", "robust", "--latency-budget", "0.8"]))
+    assert options.budget is not None and options.budget.latency_s == 0.8
+    visual = VisualStage(options.stages)
+    frame = np.full((90, 160, 3), 200, np.uint8)
+    assert visual.analyzer.prompt is not None and visual.analyzer.prompt(frame).max() == 0
+    assert SafetyStage(options.stages).monitor.escalation is not None
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--visual-prompt", "/nonexistent.npz"], "--visual-prompt"),
+    (["--safety-escalation", "cautious"], "--safety-escalation"),
+    (["--latency-budget", "-1"], "--latency-budget"),
+])
+def test_method_flags_refuse_bad_values(argv, message):
+    with pytest.raises(BadInput, match=message):
+        analysis_options(parse_cli(["analyze", "clip.mp4", *argv]))

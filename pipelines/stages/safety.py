@@ -13,7 +13,7 @@ class SafetyStage:
         from models.safety.monitor import SafetyConfig, SafetyMonitor
 
         self.config = config
-        cfg = SafetyConfig(judge_url=config.judge_url)
+        cfg = SafetyConfig(judge_url=config.judge_url, escalation=config.safety_escalation)
         if config.safety_threshold is not None:
             cfg.threshold = config.safety_threshold
         self.monitor = SafetyMonitor(cfg, retriever=retriever) if config.safety else None

@@ -16,7 +16,8 @@ class VisualStage:
         from models.encoders.visual import VisualAnalyzer, VisualConfig
 
         self.config = config
-        self.analyzer = VisualAnalyzer(VisualConfig(yolo_size=config.yolo_size)) if config.visual else None
+        visual = VisualConfig(yolo_size=config.yolo_size, prompt=config.visual_prompt)
+        self.analyzer = VisualAnalyzer(visual) if config.visual else None
 
     def reset(self) -> None:
         if self.analyzer is not None:
