@@ -24,26 +24,23 @@ import numpy as np
 
 from models.prefm.labels import LLP_CLASSES
 from models.prefm.metrics import event_counts
-from models.taxonomy import LLP_AUDIOSET, LLP_RELATED, audioset_names
+from models.taxonomy import audioset_names
 from pipelines.stages.config import StageConfig
 from pipelines.stages.events import EventTracker
 from pipelines.stages.parser import tag_labels
 from training.corpus.layout import load_truths
+from training.perception.report import tag_classes
 
 THRESHOLDS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 TOP_K = (1, 2, 3)
 MIN_SECONDS = (1.0, 2.0)
 SCORED = [c for c in LLP_CLASSES if c != "Speech"]  # speech events come from the VAD, not from tags
-GENERIC = {"Music"}  # a parent of every instrument: evidence for no single class
 
 
 def class_names_of_tag() -> dict[str, list[int]]:
     """AudioSet name -> the scored LLP classes (indices into LLP_CLASSES) it is evidence for."""
-    table: dict[str, list[int]] = {}
-    for llp in SCORED:
-        for name in {LLP_AUDIOSET[llp], *LLP_RELATED.get(llp, ())} - GENERIC:
-            table.setdefault(name, []).append(LLP_CLASSES.index(llp))
-    return table
+    speech = LLP_CLASSES.index("Speech")
+    return {name: [c for c in classes if c != speech] for name, classes in tag_classes().items()}
 
 
 def tag_events(probs: np.ndarray, config: StageConfig, min_s: float) -> list:
