@@ -33,7 +33,7 @@ class StageConfig:
     visual_prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp)
     events_model: str = "auto"  # "union", "prefm" (LLP classes only), "tags" (AudioSet/COCO only); auto: union if shipped
     prefm_checkpoint: str | None = None
-    prefm_threshold: float = 0.5
+    prefm_threshold: float = 0.7  # chosen on corpus v3 val (docs/results/prefm_threshold_val.json)
     safety: bool = True
     safety_threshold: float | None = None  # None: the monitor's default (see docs/safety.md)
     safety_escalation: str | None = None  # None: one threshold; "robust" or a policy file: watch/warn/alarm

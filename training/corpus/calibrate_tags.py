@@ -70,10 +70,10 @@ def load_clips(corpus: Path, splits: tuple[str, ...]) -> list[tuple[str, np.ndar
     clips = []
     for truth in load_truths(corpus):
         if truth.split in splits:
-            feats = np.load(corpus / "embedded" / f"{truth.clip_id}.npz")
+            audio = np.load(corpus / "embedded" / "audio" / f"{truth.clip_id}.npy")
             labels = np.load(corpus / "label" / "label" / "audio" / f"{truth.clip_id}.npy")
-            n = min(len(labels), len(feats["audio"]))
-            clips.append((truth.clip_id, feats["audio"][:n, :521], labels[:n]))
+            n = min(len(labels), len(audio))
+            clips.append((truth.clip_id, audio[:n, :521], labels[:n]))
     return clips
 
 

@@ -40,6 +40,10 @@ def eval_main(argv: list[str]) -> int:
     p.add_argument("--split", default="test", choices=["train", "val", "test"])
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.add_argument("--out", type=Path, help="also write the JSON here")
+    p.add_argument("--prefm-threshold", type=float, help="score the parser with this PreFM threshold instead of "
+                   "the default (for selecting it on val)")
+    p.add_argument("--events", choices=["auto", "union", "prefm", "tags"], default="auto",
+                   help="which event output to score (default: the default output)")
     p.add_argument("--no-asr", action="store_true", help="skip the WER measurement")
     p.add_argument("--no-grounding", action="store_true", help="skip the grounding measurement")
     a = p.parse_args(argv)
@@ -52,7 +56,15 @@ def eval_main(argv: list[str]) -> int:
     from training.perception.report import perception_report
 
     torch.set_num_threads(1)
-    report = perception_report(a.corpus, a.split, asr=not a.no_asr, grounding=not a.no_grounding)
+    from pipelines.stages.config import StageConfig
+
+    config = StageConfig(events_model=a.events)
+    if a.prefm_threshold is not None:
+        if not 0 < a.prefm_threshold < 1:
+            print("error: --prefm-threshold must be in (0, 1)", file=sys.stderr)
+            return 2
+        config.prefm_threshold = a.prefm_threshold
+    report = perception_report(a.corpus, a.split, config, asr=not a.no_asr, grounding=not a.no_grounding)
     text = json.dumps(report, indent=1)
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)

@@ -108,9 +108,9 @@ def event_report(corpus: Path, split: str, config=None) -> dict:
     for truth in load_truths(corpus):
         if truth.split != split:
             continue
-        feats = np.load(corpus / "embedded" / f"{truth.clip_id}.npz")
+        feats = {m: np.load(corpus / "embedded" / m / f"{truth.clip_id}.npy") for m in ("audio", "visual")}
         gt = {m: np.load(corpus / "label" / "label" / m / f"{truth.clip_id}.npy") for m in ("audio", "visual")}
-        seconds = min(len(feats["audio"]), len(gt["audio"]))
+        seconds = min(len(feats["audio"]), len(feats["visual"]), len(gt["audio"]))
         events = replay(ParserStage(config or StageConfig()), feats["audio"][:seconds], feats["visual"][:seconds], labels)
         pred = llp_predictions(events, seconds)
         clips += 1
@@ -155,9 +155,14 @@ def asr_report(corpus: Path, split: str, model: str = "tiny.en") -> dict:
     return {k: result[k] for k in ("model", "files", "ref_words", "wer", "wer_first_0.3s_cut", "rtf")}
 
 
-def perception_report(corpus: Path, split: str = "test", asr: bool = True, grounding: bool = True) -> dict:
-    """Everything `foresight eval perception` prints, as one dict."""
-    report = {"corpus": str(corpus), **event_report(corpus, split)}
+def perception_report(corpus: Path, split: str = "test", config=None, asr: bool = True,
+                      grounding: bool = True) -> dict:
+    """Everything `foresight eval perception` prints, as one dict (events from the parser `config` builds)."""
+    from pipelines.stages.config import StageConfig
+
+    config = config or StageConfig()
+    report = {"corpus": str(corpus), "events": config.events_model, "prefm_threshold": config.prefm_threshold,
+              **event_report(corpus, split, config)}
     if asr:
         report["asr"] = asr_report(corpus, split)
     if grounding:
