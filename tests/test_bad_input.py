@@ -129,3 +129,14 @@ def test_file_corrupt_in_the_middle_says_what_was_analysed(tmp_path):
     ingest = result["ingest"]
     assert ingest["decode_errors"] > 0 and ingest["analysed_until"] < result["duration_s"] - 1, ingest
     assert f"only the first {ingest['analysed_until']:.1f} s of {result['duration_s']:.1f} s" in proc.stdout, proc.stdout
+
+
+def test_valid_header_over_garbage_is_refused_before_the_stack_starts(tmp_path, demo_clip):
+    """The first 64 KB of the demo clip (its index and under a second of media), then 2 GB of zeros (sparse)."""
+    head = demo_clip[0].read_bytes()[:65536]
+    path = tmp_path / "big.mp4"
+    with path.open("wb") as fh:
+        fh.write(head)
+        fh.truncate(2 << 30)
+    proc = run_cli("analyze", str(path), timeout=120)
+    assert_clean_failure(proc, "mostly undecodable")

@@ -1,6 +1,7 @@
 """Checks a source before anything heavy starts (Ray, model loading), so bad input fails in seconds.
 
-- files (and plain HTTP downloads): opened with PyAV and read until one frame decodes;
+- files (and plain HTTP downloads): opened with PyAV and read until a few packets decode; a file whose first
+  packets are mostly corrupt (a valid header over garbage) is refused;
 - RTSP / HLS / HTTP: the host is resolved and a TCP connection to its port is made (`connect_timeout_s`),
   so a refused or unreachable URL is a one-line BadInput at once, not after the reconnect policy's retries;
 - devices: the node must exist (checked by `parse_source`).
@@ -19,7 +20,8 @@ from pipelines.media.sources import SourceKind, SourceSpec, open_container
 
 DEFAULT_PORTS = {"rtsp": 554, "rtsps": 322, "http": 80, "https": 443}
 CONNECT_TIMEOUT_S = 2.5  # a refused or unreachable URL must fail within 3 s
-PROBE_PACKETS = 200  # packets read at most while looking for the first decodable frame
+PROBE_PACKETS = 200  # packets read at most while looking for decodable frames
+GOOD_ENOUGH = 64  # packets that decode to a frame (about 1.5 s of media): enough to call the file readable
 
 
 def check_source(spec: SourceSpec, open_timeout_s: float = 10.0, connect_timeout_s: float = CONNECT_TIMEOUT_S,
@@ -78,17 +80,20 @@ def probe(spec: SourceSpec, timeout_s: float = 10.0) -> None:
         streams = [s for s in (*container.streams.video[:1], *container.streams.audio[:1])]
         if not streams:
             raise BadInput(f"{spec.name}: no video or audio stream in the source")
-        error = None
+        error, good, bad = None, 0, 0
         for n, packet in enumerate(container.demux(streams)):
-            if n >= PROBE_PACKETS:
+            if n >= PROBE_PACKETS or good >= GOOD_ENOUGH:
                 break
             try:
-                if packet.decode():
-                    return
+                good += bool(packet.decode())
             except av.error.FFmpegError as exc:
-                error = exc
+                error, bad = exc, bad + 1
         detail = f" ({' '.join(str(error).split())[:160]})" if error is not None else ""
-        raise BadInput(f"{spec.name}: no decodable audio or video{detail}")
+        if good == 0:
+            raise BadInput(f"{spec.name}: no decodable audio or video{detail}")
+        if bad > 2 * good:  # a valid header over garbage: refuse now, not after starting the whole stack
+            raise BadInput(f"{spec.name}: mostly undecodable: {bad} of the first {good + bad} packets are corrupt"
+                           f"{detail}")
     except av.error.FFmpegError as exc:
         raise BadInput(f"{spec.name}: cannot decode ({' '.join(str(exc).split())[:160]})") from None
     finally:
