@@ -23,7 +23,7 @@ def corpus_stamp(corpus_root: str | Path, trained_on: tuple[str, ...] = ("train"
     root = Path(corpus_root)
     meta = json.loads((root / "corpus.json").read_text())
     ids = [t.clip_id for t in load_truths(root) if t.split in trained_on]
-    return {"name": root.name, "seed": meta["seed"], "clips": meta["clips"], "seconds": meta["seconds"],
+    return {"name": root.name, "seed": meta["seed"], "clips": meta["clips"], "seconds": meta.get("seconds"),
             "scripts": meta.get("scripts", 0.0), "trained_on": list(trained_on), "train_ids": ids}
 
 

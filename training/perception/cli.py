@@ -42,6 +42,7 @@ def eval_main(argv: list[str]) -> int:
     p.add_argument("--out", type=Path, help="also write the JSON here")
     p.add_argument("--prefm-threshold", type=float, help="score the parser with this PreFM threshold instead of "
                    "the default (for selecting it on val)")
+    p.add_argument("--prefm-model", metavar="PATH", help="score this PreFM checkpoint instead of the shipped one")
     p.add_argument("--events", choices=["auto", "union", "prefm", "tags"], default="auto",
                    help="which event output to score (default: the default output)")
     p.add_argument("--no-asr", action="store_true", help="skip the WER measurement")
@@ -58,7 +59,10 @@ def eval_main(argv: list[str]) -> int:
     torch.set_num_threads(1)
     from pipelines.stages.config import StageConfig
 
-    config = StageConfig(events_model=a.events)
+    config = StageConfig(events_model=a.events, prefm_checkpoint=a.prefm_model)
+    if a.prefm_model and not Path(a.prefm_model).is_file():
+        print(f"error: no PreFM checkpoint at {a.prefm_model}", file=sys.stderr)
+        return 2
     if a.prefm_threshold is not None:
         if not 0 < a.prefm_threshold < 1:
             print("error: --prefm-threshold must be in (0, 1)", file=sys.stderr)
