@@ -1,13 +1,15 @@
 """The dashboard's side of the pipeline: the same services as the REST API and the CLI, in its own process.
 
 File analysis is a job run by `app.services.jobs.run_job` with the result saved to the same SQLite store,
-live sources are a `Pipeline` of Ray actors started and stopped by `app.services.streams`, and search is
+live sources belong to one `app.services.streams.StreamManager` per dashboard process (shared by every browser
+tab, so a reload or a second user sees and can stop the same streams), and search is
 `app.services.search.SearchService`. Pointing the dashboard and `foresight serve` at one `--db` makes each see
 the other's work.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,17 +17,40 @@ from app.services import uploads
 from app.services.jobs import run_job
 from app.services.search import SearchService
 from app.services.settings import dashboard_db
-from app.services.streams import start_live, stop_live
+from app.services.streams import LiveStream, StreamManager, live_spec
 from pipelines import AnalyzeOptions
 from pipelines.sinks.store import Store
 
-__all__ = ["analyze_file", "db_path", "media_dir", "media_for", "save_upload", "searcher", "start_live",
-           "stop_live", "webcams"]
+__all__ = ["analyze_file", "db_path", "max_streams", "media_dir", "media_for", "save_upload", "searcher",
+           "start_stream", "stream_manager", "webcams"]
+LIVE_JOB_KIND = "dashboard-live"
 
 
 def db_path() -> Path:
     """The store the dashboard uses: `FORESIGHT_DB` (set by `foresight dashboard --db`) or ./foresight.db."""
     return dashboard_db()
+
+
+def max_streams() -> int:
+    """How many live sources may run at once: `FORESIGHT_MAX_STREAMS` (set by `foresight dashboard
+    --max-streams`), default 2 (each holds several GB of models in its Ray actors)."""
+    return max(1, int(os.environ.get("FORESIGHT_MAX_STREAMS", "2")))
+
+
+def stream_manager(store: Store) -> StreamManager:
+    """The process's registry of live sources (jobs of a dashboard that died while streaming are marked failed)."""
+    return StreamManager(store, str(store.path), AnalyzeOptions(), max_streams(), job_kind=LIVE_JOB_KIND)
+
+
+def start_stream(manager: StreamManager, source: str, rtsp_transport: str) -> LiveStream:
+    """Add a live source; it connects in the background. Ray is started first from a thread that outlives
+    Streamlit's script runs (see `ensure_ray_in_keeper_thread`). BadInput or TooManyStreams when refused."""
+    from pipelines.spine.runtime import ensure_ray_in_keeper_thread
+
+    live_spec(source, rtsp_transport, "a live source is a URL (rtsp://, http(s)://) or a /dev/videoN device; "
+              "use \"File on the server\" for a file")
+    ensure_ray_in_keeper_thread()
+    return manager.add(source, rtsp_transport)
 
 
 def media_dir() -> Path:

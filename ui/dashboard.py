@@ -1,8 +1,8 @@
 """Foresight dashboard (run with `foresight dashboard`, or `streamlit run ui/dashboard.py`).
 
 Pick a source in the sidebar: an uploaded file or a file path is analysed at once; an RTSP URL or a webcam
-starts a live pipeline whose feed refreshes the page every second. Below: stream health, the timeline of
-audio / visual / audio-visual events, the rolling transcript, alerts, and a query box whose moments play
+starts a live pipeline owned by the dashboard's process (every tab lists it and can stop it), whose view
+refreshes every second. Below: stream health, the timeline of audio / visual / audio-visual events, the rolling transcript, alerts, and a query box whose moments play
 the clip from their start.
 """
 
@@ -12,19 +12,14 @@ from pathlib import Path
 
 import streamlit as st
 
+from app.services.streams import StreamManager, TooManyStreams
 from app.services.uploads import UploadRejected
 from models.errors import BadInput
 from pipelines.sinks.store import Store
 from ui import backend
-from ui.data import (
-    LiveState,
-    alerts_frame,
-    detections_text,
-    fmt_time,
-    moments_frame,
-    rolling_transcript,
-    timeline_chart,
-)
+from ui.data import fmt_time, moments_frame
+from ui.live import streams_panel
+from ui.panels import show_panels
 
 st.set_page_config(page_title="Foresight", layout="wide")
 
@@ -34,11 +29,17 @@ def get_store(path: str) -> Store:
     return Store(path)
 
 
+@st.cache_resource
+def get_streams(path: str) -> StreamManager:
+    """One registry of live sources for the whole process: every tab and every user sees the same streams."""
+    return backend.stream_manager(get_store(path))
+
+
 store = get_store(str(backend.db_path()))
+manager = get_streams(str(backend.db_path()))
 state = st.session_state
 state.setdefault("result", None)
 state.setdefault("job_id", None)
-state.setdefault("live", None)  # (pipeline, job_id, LiveState) while a live source runs
 state.setdefault("error", None)
 
 
@@ -82,74 +83,28 @@ else:
         transport = "tcp"
     else:
         source = st.sidebar.text_input("URL", key="url", placeholder="rtsp://camera/stream")
-        transport = st.sidebar.selectbox("RTSP transport", ["tcp", "udp"], key="transport")
-    running = state.live is not None
-    if not running and st.sidebar.button("Start", key="start_live", disabled=not source, type="primary"):
+        transport = st.sidebar.radio("RTSP transport", ["tcp", "udp"], key="transport", horizontal=True)
+    if st.sidebar.button("Start", key="start_live", disabled=not source, type="primary"):
         try:
-            with st.spinner("starting the pipeline (loading models)"):
-                pipeline, job_id = backend.start_live(store, source, transport)
-            state.update(live=(pipeline, job_id, LiveState()), job_id=job_id, result=None, error=None)
-        except BadInput as exc:
+            stream = backend.start_stream(manager, source, transport)
+            state.update(viewing=stream.id, result=None, job_id=None, error=None)
+        except (BadInput, TooManyStreams) as exc:
             state.error = str(exc)
         st.rerun()
-    if running and st.sidebar.button("Stop", key="stop_live"):
-        pipeline, job_id, _ = state.live
-        with st.spinner("stopping and saving"):
-            state.result = backend.stop_live(store, pipeline, job_id)
-        state.live = None
-        st.rerun()
+    st.sidebar.caption(f"at most {manager.max_streams} live sources at once; they keep running when this tab "
+                       "closes (stop them here)")
 
 if state.error:
     st.error(state.error)
 
-
-# -- what is shown: a finished result, or the live state ------------------------------------------------------
-def show_panels(events, transcript, alerts, duration, health: dict | None, live: LiveState | None) -> None:
-    if health is not None:
-        st.subheader("Stream health")
-        cols = st.columns(5)
-        cols[0].metric("health", health.get("health", "?"))
-        cols[1].metric("segments", health.get("segments_emitted", 0))
-        cols[2].metric("frames dropped", health.get("frames_dropped", 0))
-        cols[3].metric("reconnects", health.get("reconnects", 0))
-        cols[4].metric("lost seconds", health.get("lost_seconds", 0))
-    if live is not None:
-        st.subheader("Now")
-        st.write(detections_text(live.tags, live.visual))
-    st.subheader("Timeline")
-    st.altair_chart(timeline_chart(events, duration), width="stretch")
-    left, right = st.columns(2)
-    with left:
-        st.subheader("Transcript")
-        lines = rolling_transcript(transcript)
-        st.code("\n".join(lines) if lines else "(no speech yet)", language=None, wrap_lines=True)
-    with right:
-        st.subheader("Alerts")
-        if alerts:
-            st.dataframe(alerts_frame(alerts), hide_index=True, width="stretch")
-        else:
-            st.write("no alerts")
-
-
-if state.live is not None:
-    @st.fragment(run_every=1.0)
-    def live_view() -> None:
-        pipeline, job_id, live = state.live
-        live.update(pipeline.feed(live.seq))
-        prog = pipeline.progress()
-        st.caption(f"live: {pipeline.spec.name} at {fmt_time(live.time)}")
-        show_panels(live.events, live.transcript, live.alerts, live.time, prog["stats"], live)
-        if pipeline.done():
-            st.warning("the stream ended; press Stop to save it")
-
-    live_view()
-elif state.result is not None:
+streams_panel(manager, store)
+if state.result is not None:
     result = state.result
     st.caption(f"{result['source']}: {result['duration_s']:.1f} s, {len(result['events'])} events, "
                f"{len(result['transcript'])} transcript lines (job {state.job_id})")
     show_panels(result["events"], result["transcript"], result["alerts"], result["duration_s"],
                 result.get("ingest"), None)
-else:
+elif not manager.list():
     st.info("Choose a source in the sidebar.")
 
 # -- query box -------------------------------------------------------------------------------------------------
