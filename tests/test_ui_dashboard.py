@@ -7,29 +7,29 @@ from pathlib import Path
 import pytest
 
 from pipelines.sinks.store import Store
-from ui.data import (
-    LiveState,
-    detections_text,
-    events_frame,
-    moments_frame,
-    rolling_transcript,
-    timeline_chart,
-)
+from ui.data import LiveState, detections_text, moments_frame, rolling_transcript
+from ui.timeline import human_label, mmss, timeline_chart, timeline_frame
 
 APP = str(Path(__file__).resolve().parents[1] / "ui" / "dashboard.py")
 
 
-def test_timeline_chart_has_one_lane_per_modality():
+def test_timeline_has_a_lane_per_modality_with_human_names_and_one_click_selection():
     events = [{"label": "Speech", "modality": "audio", "start": 1.0, "end": 4.0, "confidence": 0.9},
               {"label": "person", "modality": "visual", "start": 0.0, "end": 2.0, "confidence": 0.6},
-              {"label": "Dog", "modality": "audio-visual", "start": 3.0, "end": 5.0, "confidence": 0.7}]
-    spec = timeline_chart(events, 10.0).to_dict()
-    bars = spec["layer"][0]
-    assert bars["mark"]["type"] == "bar" and bars["encoding"]["x2"]["field"] == "end"
-    assert bars["encoding"]["y"]["scale"]["domain"] == ["audio", "visual", "audio-visual"]
-    assert bars["encoding"]["x"]["scale"]["domain"] == [0, 10.0]
-    assert list(events_frame(events)["label"]) == ["person", "Speech", "Dog"]
-    assert timeline_chart([], None).to_dict()["layer"][0]["encoding"]["x"]["scale"]["domain"] == [0, 1.0]
+              {"label": "Telephone_bell_ringing", "modality": "audio", "start": 70.0, "end": 70.2, "confidence": 0.7}]
+    spec = timeline_chart(events, 100.0).to_dict()
+    lanes = spec["vconcat"]
+    assert [lane["title"]["text"] for lane in lanes] == ["audio", "visual", "audio-visual"]
+    assert all("layer" not in lane and lane["mark"]["type"] == "bar" for lane in lanes)  # nothing to union
+    assert lanes[0]["encoding"]["y"]["sort"] == ["Speech", "Telephone bell ringing"]
+    assert lanes[0]["encoding"]["x"]["scale"]["domain"] == [0, 100.0]
+    assert spec["params"][0]["name"] == "pick" and len(spec["params"][0]["views"]) == 3
+    frame = timeline_frame(events, 100.0)
+    bell = frame[frame["name"] == "Telephone bell ringing"].iloc[0]
+    assert bell["when"] == "01:10-01:10" and bell["shown_end"] > bell["end"]  # short events stay visible
+    assert list(frame[frame["lane"] == "audio-visual"]["name"]) == ["(no events)"]
+    assert "params" not in timeline_chart([], None, selectable=False).to_dict()
+    assert human_label("dog__bark") == "Dog bark" and mmss(3725) == "1:02:05"
 
 
 def test_live_state_keeps_only_new_feed_items_and_the_latest_tags():
@@ -42,7 +42,7 @@ def test_live_state_keeps_only_new_feed_items_and_the_latest_tags():
     assert live.seq == 4 and live.time == 1.0 and live.tags == {"Speech": 0.9}
     assert len(live.events) == 3  # bounded
     assert rolling_transcript([{"start": 65.0, "end": 66, "text": "later"}, {"start": 1.0, "end": 2, "text": "first"}],
-                              1) == ["[01:05.0] later"]
+                              1) == ["[01:05] later"]
     frame = moments_frame([{"source": "a.mp4", "start": 1, "end": 2, "score": 0.5, "text": "x", "method": "text-match",
                             "modality_weights": {"visual": 0.1, "audio": 0.2, "speech": 0.7}}])
     assert frame.loc[0, ["visual", "audio", "speech"]].tolist() == [0.1, 0.2, 0.7]

@@ -103,7 +103,7 @@ if state.result is not None:
     st.caption(f"{result['source']}: {result['duration_s']:.1f} s, {len(result['events'])} events, "
                f"{len(result['transcript'])} transcript lines (job {state.job_id})")
     show_panels(result["events"], result["transcript"], result["alerts"], result["duration_s"],
-                result.get("ingest"), None)
+                result.get("ingest"), None, backend.media_for(store, state.job_id), key=f"timeline_{state.job_id}")
 elif not manager.list():
     st.info("Choose a source in the sidebar.")
 

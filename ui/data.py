@@ -3,48 +3,9 @@ so the shaping is testable on its own)."""
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 
-MODALITY_ORDER = ["audio", "visual", "audio-visual"]
-MODALITY_COLORS = ["#1f77b4", "#2ca02c", "#d62728"]
-
-
-def events_frame(events: list[dict]) -> pd.DataFrame:
-    """One row per event with its modality lane and a `track` so overlapping events in a lane stack."""
-    cols = ["label", "modality", "start", "end", "confidence"]
-    df = pd.DataFrame([{c: e.get(c) for c in cols} for e in events], columns=cols)
-    df = df.astype({"label": "string", "start": float, "end": float, "confidence": float})
-    df = df.sort_values(["start", "end", "label"]).reset_index(drop=True)
-    tracks: list[int] = []
-    ends: dict[str, list[float]] = {}  # per modality: where each track is free again
-    for mod, start, end in zip(df["modality"], df["start"], df["end"], strict=True):
-        lane = ends.setdefault(mod, [])
-        k = next((i for i, free in enumerate(lane) if free <= start), len(lane))
-        lane[k:k + 1] = [end]
-        tracks.append(k)
-    df["track"] = tracks
-    df["modality"] = pd.Categorical(df["modality"], categories=MODALITY_ORDER)
-    return df
-
-
-def timeline_chart(events: list[dict], duration_s: float | None = None) -> alt.Chart:
-    """Gantt-style bars of events, one lane per modality (audio, visual, audio-visual), labelled; events that
-    overlap in time stack inside their lane."""
-    df = events_frame(events)
-    end = max([duration_s or 0.0, *(df["end"].tolist() if len(df) else [1.0])])
-    x = alt.X("start:Q", title="time (s)", scale=alt.Scale(domain=[0, end]))
-    y = alt.Y("modality:N", title=None, sort=MODALITY_ORDER, scale=alt.Scale(domain=MODALITY_ORDER, paddingInner=0.1),
-              axis=alt.Axis(labelFontSize=12, labelOverlap=False))
-    y_offset = alt.YOffset("track:O", title=None)
-    color = alt.Color("modality:N", scale=alt.Scale(domain=MODALITY_ORDER, range=MODALITY_COLORS), legend=None)
-    bars = alt.Chart(df).mark_bar(opacity=0.55, cornerRadius=2).encode(
-        x=x, x2="end:Q", y=y, yOffset=y_offset, color=color,
-        tooltip=["label", "modality", "start", "end", alt.Tooltip("confidence:Q", format=".2f")])
-    labels = alt.Chart(df).mark_text(align="left", baseline="middle", dx=3, fontSize=10, color="black").encode(
-        x="start:Q", y=y, yOffset=y_offset, text="label:N")
-    lane_height = 30 * max(1, int(df["track"].max()) + 1 if len(df) else 1)
-    return (bars + labels).properties(height=len(MODALITY_ORDER) * lane_height, title="Events by modality")
+from ui.timeline import mmss
 
 
 def rolling_transcript(transcript: list[dict], last_n: int = 12) -> list[str]:
@@ -83,8 +44,8 @@ def detections_text(tags: dict[str, float], visual: dict | None, top: int = 8) -
 
 
 def fmt_time(seconds: float) -> str:
-    seconds = max(0.0, float(seconds))
-    return f"{int(seconds // 60):02d}:{seconds % 60:04.1f}"
+    """mm:ss (h:mm:ss past an hour), as on the timeline."""
+    return mmss(seconds)
 
 
 class LiveState:

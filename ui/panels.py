@@ -3,10 +3,13 @@ transcript and alerts."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
-from ui.data import LiveState, alerts_frame, detections_text, rolling_transcript, timeline_chart
+from ui.data import LiveState, alerts_frame, detections_text, rolling_transcript
 from ui.hints import failure_hint
+from ui.timeline import PICK, mmss, timeline_chart
 
 STATE_COLORS = {"starting": "blue", "connecting": "blue", "running": "green", "live": "green",
                 "reconnecting": "orange", "stopped": "gray", "ended": "gray", "done": "gray", "failed": "red",
@@ -41,16 +44,34 @@ def health_panel(health: dict) -> None:
             st.caption(f"Try this: {hint}")
 
 
+def timeline_panel(events: list[dict], duration: float | None, media: Path | None = None,
+                   key: str | None = None) -> None:
+    """The timeline; with a playable `media` file, a click on an event plays it from that second."""
+    st.subheader("Timeline")
+    chart = timeline_chart(events, duration, selectable=media is not None)
+    if media is None:
+        st.altair_chart(chart, width="stretch")
+        return
+    picked = st.altair_chart(chart, width="stretch", on_select="rerun", selection_mode=PICK, key=key)
+    hits = (picked.selection.get(PICK) or []) if picked else []
+    if not hits or hits[0].get("start") is None:
+        st.caption("click an event to play it")
+        return
+    hit = hits[0]
+    st.caption(f"playing {hit['name']} from {mmss(hit['start'])}")
+    st.video(str(media), start_time=int(hit["start"]))
+
+
 def show_panels(events: list[dict], transcript: list[dict], alerts: list[dict], duration: float | None,
-                health: dict | None, live: LiveState | None) -> None:
+                health: dict | None, live: LiveState | None, media: Path | None = None,
+                key: str | None = None) -> None:
     if health is not None:
         health_panel(health)
     if live is not None:
         st.subheader("Now")
         stale = (health or {}).get("health") in ("connecting", "reconnecting")
         st.write("(no picture: the source is reconnecting)" if stale else detections_text(live.tags, live.visual))
-    st.subheader("Timeline")
-    st.altair_chart(timeline_chart(events, duration), width="stretch")
+    timeline_panel(events, duration, media, key)
     left, right = st.columns(2)
     with left:
         st.subheader("Transcript")
