@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.sinks.store import Store
-from ui.data import LiveState, detections_text, moments_frame, rolling_transcript
+from ui.data import LiveState, alert_lines, detections_text, moments_frame, rolling_transcript
 from ui.timeline import human_label, mmss, timeline_chart, timeline_frame
 
 APP = str(Path(__file__).resolve().parents[1] / "ui" / "dashboard.py")
@@ -65,7 +65,9 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     assert not at.error, [e.value for e in at.error]
     result = at.session_state["result"]
     assert result["source"] == "demo.mp4" and any(e["label"] == "Speech" for e in result["events"])
-    assert {"Stream health", "Timeline", "Transcript", "Alerts", "Search moments"} <= {s.value for s in at.subheader}
+    subheaders = {s.value for s in at.subheader}
+    assert {"Timeline", "Transcript", "Alerts", "Search moments"} <= subheaders
+    assert "Stream health" not in subheaders  # a file has no stream health
     charts = at.get("vega_lite_chart")
     assert len(charts) == 1
     assert "front door" in at.code[0].value.lower()
@@ -82,6 +84,12 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     assert {"visual", "audio", "speech", "score"} <= set(table.columns)
     videos = at.get("video")
     assert len(videos) == 1 and videos[0].proto.start_time == int(moments[0]["start"])
+    assert len(moments) > 1
+    at.selectbox[0].set_value(1).run()
+    assert at.get("video")[0].proto.start_time == int(moments[1]["start"])
+    at.text_input(key="query").input("front door").run()  # a new query starts again at its best moment
+    assert at.selectbox[0].value == 0
+    assert at.get("video")[0].proto.start_time == int(at.session_state["moments"][0]["start"])
 
 
 @pytest.mark.slow
@@ -97,9 +105,15 @@ def test_bad_path_shows_a_reason(tmp_path, monkeypatch):
     at.button(key="analyze_path").click().run()
     assert not at.exception
     assert "not a readable media file" in at.error[0].value
-    at.text_input(key="path").input(str(tmp_path / "missing.mp4")).run()
-    at.button(key="analyze_path").click().run()
-    assert "no such file" in at.error[0].value
+    for text, said in [(str(tmp_path / "missing.mp4"), "no such file on the server"), (str(tmp_path), "is a folder"),
+                       ("rtsp://camera/live", "is a URL, not a file"), ("hello there", "no such file on the server")]:
+        at.text_input(key="path").input(text).run()
+        at.button(key="analyze_path").click().run()
+        assert said in at.error[0].value, (text, at.error[0].value)
+    at.radio(key="kind").set_value("RTSP / HTTP URL").run()
+    at.text_input(key="url").input(str(bad)).run()
+    at.button(key="start_live").click().run()
+    assert "use \"File on the server\" for a file" in at.error[0].value
 
 
 def test_detections_text_names_sounds_and_what_is_seen():
@@ -121,3 +135,13 @@ def test_failure_hints_name_what_to_try():
     assert "credentials" in failure_hint("could not connect (401 Unauthorized)")
     assert failure_hint("internal error: KeyError('x')") is None and failure_hint(None) is None
     assert failure_hint("port 4610 is busy") is None  # status codes match as whole numbers only
+
+
+def test_alert_lines_have_mm_ss_the_full_reason_and_evidence():
+    reason = "A person has been lying still for 12 s after a fall; " * 3
+    lines = alert_lines([{"time": 68.4, "severity": "critical", "rule": "fall", "reason": reason, "lead_time_s": 4.0,
+                          "evidence": ["t=56.0s fell", "t=68.0s still lying"]},
+                         {"time": 5.0, "severity": "warning", "rule": "alarm", "reason": "alarm", "lead_time_s": None}])
+    assert lines[0] == "**00:05** · warning · alarm: alarm"
+    assert lines[1].startswith("**01:08** · critical · fall: " + reason) and "(lead time 4 s)" in lines[1]
+    assert lines[1].endswith("_evidence: t=56.0s fell; t=68.0s still lying_")

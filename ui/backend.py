@@ -18,12 +18,14 @@ from app.services.jobs import run_job
 from app.services.search import SearchService
 from app.services.settings import dashboard_db
 from app.services.streams import LiveStream, StreamManager, live_spec
+from models.errors import BadInput
 from pipelines import AnalyzeOptions
 from pipelines.sinks.store import Store
 
 __all__ = ["analyze_file", "db_path", "max_streams", "media_dir", "media_for", "save_upload", "searcher",
            "start_stream", "stream_manager", "webcams"]
 LIVE_JOB_KIND = "dashboard-live"
+MAX_DURATION_S = 3600.0  # longest clip the dashboard analyses
 
 
 def db_path() -> Path:
@@ -62,8 +64,34 @@ def save_upload(name: str, data: bytes) -> Path:
     return uploads.save_upload(media_dir(), name, data)
 
 
+def discard_upload(path: Path) -> None:
+    """Delete a refused upload (and its content-addressed folder once empty)."""
+    path.unlink(missing_ok=True)
+    try:
+        path.parent.rmdir()
+    except OSError:  # another upload with the same content keeps the folder
+        pass
+
+
+def server_file(text: str) -> Path:
+    """The file named in the "File on the server" box; BadInput saying what it is instead (a URL, a folder,
+    nothing at all)."""
+    text = text.strip()
+    if "://" in text:
+        raise BadInput(f"{text} is a URL, not a file: choose \"RTSP / HTTP URL\" to follow it live")
+    path = Path(text).expanduser()
+    try:
+        if path.is_dir():
+            raise BadInput(f"{text} is a folder; name one file in it")
+        if not path.is_file():
+            raise BadInput(f"no such file on the server: {text}")
+    except OSError as exc:  # e.g. a name longer than the filesystem allows
+        raise BadInput(f"cannot use this path ({exc.strerror or exc})") from None
+    return path
+
+
 def analyze_file(store: Store, path: Path, options: AnalyzeOptions | None = None,
-                 progress: Callable[[float], None] | None = None, max_duration_s: float = 3600.0) -> tuple[str, dict]:
+                 progress: Callable[[float], None] | None = None, max_duration_s: float = MAX_DURATION_S) -> tuple[str, dict]:
     """Check and analyse a file, store the result as a job, return `(job_id, result)`; raises BadInput."""
     uploads.check_media(path, max_duration_s)
     job_id = store.create_job("dashboard", path.name)

@@ -8,6 +8,7 @@ the clip from their start.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import streamlit as st
@@ -43,13 +44,16 @@ state.setdefault("job_id", None)
 state.setdefault("error", None)
 
 
-def run_file_analysis(path: Path) -> None:
+def run_file_analysis(path: Path, uploaded: bool = False) -> None:
+    """Analyse a file as a job; an upload that is refused is deleted again."""
     bar = st.progress(0.0, text=f"analysing {path.name}")
     try:
         job_id, result = backend.analyze_file(store, path, progress=lambda f: bar.progress(f, text=f"{f:.0%}"))
     except (BadInput, UploadRejected, FileNotFoundError) as exc:
-        state.error = str(exc)
+        state.error = f"{'uploaded file' if uploaded else 'file on the server'} {exc}"
         bar.empty()
+        if uploaded:
+            backend.discard_upload(path)
         return
     bar.empty()
     state.update(result=result, job_id=job_id, error=None)
@@ -60,20 +64,17 @@ st.sidebar.title("Foresight")
 kind = st.sidebar.radio("Source", ["Upload a file", "File on the server", "RTSP / HTTP URL", "Webcam"], key="kind")
 if kind == "Upload a file":
     uploaded = st.sidebar.file_uploader("Clip", type=None, key="upload")
+    st.sidebar.caption(f"video or audio, up to {st.get_option('server.maxUploadSize')} MB and "
+                       f"{backend.MAX_DURATION_S / 60:.0f} min")
     if st.sidebar.button("Analyze", key="analyze_upload", disabled=uploaded is None, type="primary"):
-        run_file_analysis(backend.save_upload(uploaded.name, uploaded.getvalue()))
+        run_file_analysis(backend.save_upload(uploaded.name, uploaded.getvalue()), uploaded=True)
 elif kind == "File on the server":
     path_text = st.sidebar.text_input("Path", key="path", placeholder="/data/clip.mp4")
     if st.sidebar.button("Analyze", key="analyze_path", disabled=not path_text, type="primary"):
-        path = Path(path_text).expanduser()
         try:
-            exists = path.is_file()
-        except OSError:  # e.g. a name longer than the filesystem allows
-            exists = False
-        if not exists:
-            state.error = f"no such file: {path_text}"
-        else:
-            run_file_analysis(path)
+            run_file_analysis(backend.server_file(path_text))
+        except BadInput as exc:
+            state.error = str(exc)
 else:
     if kind == "Webcam":
         cams = backend.webcams()
@@ -102,8 +103,11 @@ if state.result is not None:
     result = state.result
     st.caption(f"{result['source']}: {result['duration_s']:.1f} s, {len(result['events'])} events, "
                f"{len(result['transcript'])} transcript lines (job {state.job_id})")
+    job = store.job(state.job_id) if state.job_id else None
+    live_result = job is not None and job["kind"] == backend.LIVE_JOB_KIND  # files have no stream health
     show_panels(result["events"], result["transcript"], result["alerts"], result["duration_s"],
-                result.get("ingest"), None, backend.media_for(store, state.job_id), key=f"timeline_{state.job_id}")
+                result.get("ingest") if live_result else None, None, backend.media_for(store, state.job_id),
+                key=f"timeline_{state.job_id}")
 elif not manager.list():
     st.info("Choose a source in the sidebar.")
 
@@ -120,7 +124,10 @@ if query.strip():
         st.write("no moments found")
     else:
         st.dataframe(moments_frame(hits["moments"]), hide_index=True, width="stretch")
-        choice = st.selectbox("Play moment", range(len(hits["moments"])), key="moment",
+        # keyed by the hits themselves: a new query or a new result starts again at the best moment
+        shown = "|".join(f"{m.get('job_id')}@{m['start']}" for m in hits["moments"])
+        choice = st.selectbox("Play moment", range(len(hits["moments"])),
+                              key=f"moment_{hashlib.sha1(shown.encode()).hexdigest()[:12]}",
                               format_func=lambda i: f"{hits['moments'][i]['source']} at "
                                                     f"{fmt_time(hits['moments'][i]['start'])}")
         moment = hits["moments"][choice]

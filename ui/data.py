@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ui.timeline import mmss
+from ui.timeline import human_label, mmss
 
 
 def rolling_transcript(transcript: list[dict], last_n: int = 12) -> list[str]:
@@ -13,9 +13,16 @@ def rolling_transcript(transcript: list[dict], last_n: int = 12) -> list[str]:
     return [f"[{fmt_time(t['start'])}] {t['text']}" for t in sorted(transcript, key=lambda t: t["start"])[-last_n:]]
 
 
-def alerts_frame(alerts: list[dict]) -> pd.DataFrame:
-    cols = ["time", "severity", "rule", "reason", "lead_time_s"]
-    return pd.DataFrame([{c: a.get(c) for c in cols} for a in sorted(alerts, key=lambda a: a["time"])], columns=cols)
+def alert_lines(alerts: list[dict]) -> list[str]:
+    """Each alert as one Markdown line, in time order: mm:ss, severity, rule, the full reason, the lead time and
+    the evidence (nothing cut off, unlike a table cell)."""
+    lines = []
+    for a in sorted(alerts, key=lambda a: a["time"]):
+        lead = f" (lead time {a['lead_time_s']:.0f} s)" if a.get("lead_time_s") is not None else ""
+        evidence = "; ".join(str(e) for e in a.get("evidence") or [])
+        lines.append(f"**{fmt_time(a['time'])}** · {a.get('severity', '?')} · {a.get('rule', '')}: "
+                     f"{a.get('reason', '')}{lead}" + (f"  \n_evidence: {evidence}_" if evidence else ""))
+    return lines
 
 
 def moments_frame(moments: list[dict]) -> pd.DataFrame:
@@ -25,9 +32,15 @@ def moments_frame(moments: list[dict]) -> pd.DataFrame:
         w = m.get("modality_weights", {})
         rows.append({"source": m.get("source"), "start": m["start"], "end": m["end"], "score": m["score"],
                      "visual": w.get("visual", 0.0), "audio": w.get("audio", 0.0), "speech": w.get("speech", 0.0),
-                     "matched": m.get("text"), "method": m.get("method")})
+                     "matched": _readable(m.get("text")), "method": m.get("method")})
     return pd.DataFrame(rows, columns=["source", "start", "end", "score", "visual", "audio", "speech", "matched",
                                        "method"])
+
+
+def _readable(text: str | None) -> str | None:
+    """An event label as a person writes it ("Telephone_bell_ringing" -> "Telephone bell ringing"); other
+    text as it is."""
+    return human_label(text) if text and "_" in text and " " not in text else text
 
 
 def detections_text(tags: dict[str, float], visual: dict | None, top: int = 8) -> str:

@@ -31,7 +31,8 @@ def streamlit_command(args: argparse.Namespace) -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
             "--server.address", args.host, "--server.port", str(args.port),
             "--server.maxUploadSize", str(args.max_upload_mb), "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none", "--global.developmentMode", "false"]
+            "--server.fileWatcherType", "none", "--global.developmentMode", "false",
+            "--client.toolbarMode", "minimal"]
 
 
 def dashboard_main(argv: list[str]) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui.data import LiveState, alerts_frame, detections_text, rolling_transcript
+from ui.data import LiveState, alert_lines, detections_text, rolling_transcript
 from ui.hints import failure_hint
 from ui.timeline import PICK, mmss, timeline_chart
 
@@ -79,7 +79,5 @@ def show_panels(events: list[dict], transcript: list[dict], alerts: list[dict], 
         st.code("\n".join(lines) if lines else "(no speech yet)", language=None, wrap_lines=True)
     with right:
         st.subheader("Alerts")
-        if alerts:
-            st.dataframe(alerts_frame(alerts), hide_index=True, width="stretch")
-        else:
-            st.write("no alerts")
+        for line in alert_lines(alerts) or ["no alerts"]:
+            st.markdown(line)
