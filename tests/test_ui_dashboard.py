@@ -145,3 +145,30 @@ def test_alert_lines_have_mm_ss_the_full_reason_and_evidence():
     assert lines[0] == "**00:05** · warning · alarm: alarm"
     assert lines[1].startswith("**01:08** · critical · fall: " + reason) and "(lead time 4 s)" in lines[1]
     assert lines[1].endswith("_evidence: t=56.0s fell; t=68.0s still lying_")
+
+
+def test_history_filters_reopens_and_exports_a_past_job(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    db = tmp_path / "dash.db"
+    store = Store(db)
+    bell = store.create_job("dashboard", "kitchen.mp4")
+    store.save_result(bell, {"source": "kitchen.mp4", "duration_s": 20.0, "alerts": [], "transcript": [
+        {"start": 1.0, "end": 2.0, "text": "hello"}], "events": [
+        {"label": "Telephone_bell_ringing", "modality": "audio", "start": 10.0, "end": 12.0, "confidence": 0.8}]})
+    failed = store.create_job("dashboard-live", "rtsp://cam/live")
+    store.update_job(failed, status="failed", error="connection refused")
+    monkeypatch.setenv("FORESIGHT_DB", str(db))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="hist_job").value == failed  # the latest first
+    assert any("no saved result (failed: connection refused)" in c.value for c in at.caption)
+    at.text_input(key="hist_label").input("telephone bell").run()
+    assert at.selectbox(key="hist_job").options == [at.selectbox(key="hist_job").format_func(bell)]
+    assert len(at.get("download_button")) == 3
+    at.button(key="hist_open").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["job_id"] == bell and at.session_state["result"]["source"] == "kitchen.mp4"
+    assert any("kitchen.mp4: 20.0 s, 1 events" in c.value for c in at.caption)
+    at.text_input(key="hist_source").input("garage").run()
+    assert any(m.value == "no jobs match" for m in at.markdown)

@@ -65,11 +65,28 @@ def test_upload_analysis_screenshot_shows_timeline(dashboard, demo_clip, tmp_pat
         text = b.js("document.body.innerText")
         shot = tmp_path / "dashboard.png"
         b.screenshot(shot)
+        # a new tab knows nothing of it; the history reopens it and offers its exports
+        b.js("window.beforeReload = true")
+        b.call("Page.reload")
+        b.wait_for("window.beforeReload === undefined && (() => { const s = [...document.querySelectorAll('summary')]"
+                   ".find(x => x.innerText.includes('History: past jobs')); if (s) s.click(); return !!s; })()", 60,
+                   "the history")
+        b.wait_for(has_text("WebVTT") + " && " + has_text("CSV") + " && " + has_text("Source contains"), 30,
+                   "the history's list")
+        time.sleep(1)  # the table is drawn on a canvas
+        assert "Choose a source" in b.js("document.body.innerText")  # nothing open yet in this tab
+        history = tmp_path / "history.png"
+        b.screenshot(history)
+        b.wait_for(click("Open"), 30, "the Open button")
+        b.wait_for(has_text("demo.mp4: 20.0 s") + " && document.querySelector('.vega-embed svg') !== null", 60,
+                   "the reopened job")
     assert "demo.mp4" in text and "Transcript" in text and "front door" in text.lower()
     assert "Play moment" in text and "method: text-match" in text and "Stream health" not in text
     assert video_start  # the player has the clip loaded
     check_png(shot)
+    check_png(history)
     keep_screenshot(shot, "dashboard-file.png")
+    keep_screenshot(history, "dashboard-history.png")
     target = os.environ.get("FORESIGHT_DASHBOARD_PNG")
     if target:  # `FORESIGHT_DASHBOARD_PNG=docs/dashboard.png pytest ...` refreshes the picture in the docs
         shutil.copyfile(shot, target)

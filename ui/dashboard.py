@@ -19,6 +19,7 @@ from models.errors import BadInput
 from pipelines.sinks.store import Store
 from ui import backend
 from ui.data import fmt_time, moments_frame
+from ui.history import history_panel
 from ui.live import streams_panel
 from ui.panels import show_panels
 
@@ -110,6 +111,8 @@ if state.result is not None:
                 key=f"timeline_{state.job_id}")
 elif not manager.list():
     st.info("Choose a source in the sidebar.")
+
+history_panel(store)
 
 # -- query box -------------------------------------------------------------------------------------------------
 st.subheader("Search moments")
