@@ -85,10 +85,13 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     videos = at.get("video")
     assert len(videos) == 1 and videos[0].proto.start_time == int(moments[0]["start"])
     assert len(moments) > 1
-    at.selectbox[0].set_value(1).run()
+    def play_moment():
+        return next(s for s in at.selectbox if s.label == "Play moment")
+
+    play_moment().set_value(1).run()
     assert at.get("video")[0].proto.start_time == int(moments[1]["start"])
     at.text_input(key="query").input("front door").run()  # a new query starts again at its best moment
-    assert at.selectbox[0].value == 0
+    assert play_moment().value == 0
     assert at.get("video")[0].proto.start_time == int(at.session_state["moments"][0]["start"])
 
 
