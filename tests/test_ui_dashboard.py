@@ -60,10 +60,16 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     assert "Choose a source" in at.info[0].value
     at.radio(key="kind").set_value("File on the server").run()
     at.text_input(key="path").input(str(path)).run()
+    at.text_area(key="questions").input("a telephone is ringing\n\n").run()
+    at.slider(key="safety").set_value(0.9).run()
     at.button(key="analyze_path").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     result = at.session_state["result"]
+    answers = [m for m in result["moments"] if m["query"] == "a telephone is ringing"]
+    assert answers and {m["query"] for m in result["moments"]} == {"a telephone is ringing"}
+    assert "Answers" in {s.value for s in at.subheader}
+    assert any(m.value.startswith("**a telephone is ringing**: 00:") for m in at.markdown)
     assert result["source"] == "demo.mp4" and any(e["label"] == "Speech" for e in result["events"])
     subheaders = {s.value for s in at.subheader}
     assert {"Timeline", "Transcript", "Alerts", "Search moments"} <= subheaders
@@ -175,3 +181,14 @@ def test_history_filters_reopens_and_exports_a_past_job(tmp_path, monkeypatch):
     assert any("kitchen.mp4: 20.0 s, 1 events" in c.value for c in at.caption)
     at.text_input(key="hist_source").input("garage").run()
     assert any(m.value == "no jobs match" for m in at.markdown)
+
+
+def test_analysis_options_carry_questions_watches_and_the_safety_threshold():
+    from ui.backend import analysis_options
+
+    opts = analysis_options(["when does the phone ring?", " "], ["someone falls down"], 0.85)
+    assert opts.stages.safety_threshold == 0.85
+    assert opts.grounding.queries == ["when does the phone ring?"] and opts.grounding.standing == ["someone falls down"]
+    assert opts.grounding.checkpoint  # the shipped grounding model
+    plain = analysis_options([], [], None)
+    assert not plain.grounding.enabled and plain.stages.safety_threshold is None

@@ -16,15 +16,16 @@ from tests.helpers.dashboard import browser, check_png, click, dashboard_server,
 @pytest.fixture(scope="module")
 def dashboard(tmp_path_factory):
     db = tmp_path_factory.mktemp("dash") / "dash.db"
-    with dashboard_server(db, "--max-upload-mb", "300") as (url, _):
+    with dashboard_server(db, "--max-upload-mb", "512") as (url, _):
         yield url, db
 
 
 def upload(b, url: str, path) -> str:
     """Upload `path` and press Analyze; returns the page's text from before the upload."""
     b.call("Page.navigate", url=url)
-    b.wait_for("document.querySelector('input[type=file]') !== null && " + has_text("per file"), 60,
-               "the upload widget")
+    # Streamlit's rounded "N per file" must be hidden (512 MB read "1GB per file"); ours says the limit exactly
+    b.wait_for("document.querySelector('input[type=file]') !== null && " + has_text("video or audio, up to") +
+               " && !" + has_text("per file"), 60, "the upload widget with the real limit only")
     before = b.js("document.body.innerText")
     b.set_file("input[type=file]", path)
     b.wait_for(has_text(path.name), 30, "the upload to reach the server")
@@ -42,8 +43,8 @@ def test_refused_upload_is_deleted_and_limits_are_the_real_ones(dashboard, tmp_p
         b.wait_for(has_text("uploaded file notes.mp4: not a readable media file"), 60, "the refusal")
         text = b.js("document.body.innerText")
         deploy = b.js("[...document.querySelectorAll('button')].some(x => x.innerText.trim() === 'Deploy')")
-    assert "up to 300 MB and 60 min" in text, text
-    assert "300MB per file" in before and "1GB" not in before, before
+    assert "up to 512 MB and 60 min" in text, text
+    assert "up to 512 MB" in before and "1GB" not in before, before
     assert not deploy  # client.toolbarMode = minimal
     media = db.parent / "dashboard-media"
     assert not [p for p in media.rglob("*") if p.is_file()]

@@ -23,11 +23,18 @@ def dashboard(tmp_path_factory):
         yield url, proc, db
 
 
-def start_stream(b, url: str, source: str, transport: str) -> None:
+def start_stream(b, url: str, source: str, transport: str, watch: str = "") -> None:
     b.call("Page.navigate", url=url)
     b.wait_for(click("RTSP / HTTP URL", "label"), 60, "the source radio")
     b.wait_for(f"document.querySelector({URL_INPUT!r}) !== null", 30, "the URL box")
     b.type_into(URL_INPUT, source)
+    if watch:  # a text area commits when it loses focus
+        b.js("document.querySelector(\"textarea[placeholder='someone falls down']\").focus()")
+        b.call("Input.insertText", text=watch)
+        b.js("document.activeElement.blur()")
+        b.wait_for("document.querySelector(\"textarea[placeholder='someone falls down']\").value === " + repr(watch),
+                   10, "the watch")
+        time.sleep(1)
     b.wait_for(click(transport, "label"), 30, "the transport")
     b.wait_for(click("Start"), 30, "an enabled Start button")
 
@@ -50,8 +57,8 @@ def test_failed_stream_says_why_with_a_hint(dashboard, tmp_path):
     url, _, db = dashboard
     source = f"rtsp://127.0.0.1:{free_port()}/cam"  # nothing listens there
     with browser(tmp_path / "profile") as b:
-        start_stream(b, url, source, "tcp")
-        b.wait_for(has_text("connection refused") + " && " + has_text("Try this: nothing listens"), 90,
+        start_stream(b, url, source, "tcp", watch="a door slams")
+        b.wait_for(has_text("watching for: a door slams") + " && " + has_text("connection refused") + " && " + has_text("Try this: nothing listens"), 90,
                    "the failure and its hint")
         text = b.js("document.body.innerText")
         shot = tmp_path / "failed.png"
@@ -70,8 +77,13 @@ def test_failed_stream_says_why_with_a_hint(dashboard, tmp_path):
 def test_reload_finds_the_live_stream_and_stop_ends_its_processes(dashboard, rtsp_server, tmp_path):
     url, proc, db = dashboard
     with browser(tmp_path / "profile") as b:
-        start_stream(b, url, rtsp_server.url, "udp")
+        start_stream(b, url, rtsp_server.url, "udp", watch="a telephone is ringing")
         b.wait_for(has_text("watching rtsp:") + " && " + has_text("Stream health"), 240, "the live view")
+        try:  # the demo loop rings at 10 s; the watch looks back over the last 30 s every 5 s
+            b.wait_for(has_text("Watches that fired") + " && " + has_text("a telephone is ringing:"), 240,
+                       "the watch to fire")
+        except TimeoutError:
+            raise AssertionError(b.js("document.body.innerText")) from None
         b.wait_for("[...document.querySelectorAll('[data-testid=stCodeBlock], code')].some(c => "
                    "c.innerText.includes('[00:'))", 120, "a transcript line")
         actors = pipeline_actors(proc.pid)

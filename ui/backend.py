@@ -14,15 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.services import uploads
-from app.services.jobs import run_job
+from app.services.jobs import ground_queries, run_job
 from app.services.search import SearchService
 from app.services.settings import dashboard_db
 from app.services.streams import LiveStream, StreamManager, live_spec
 from models.errors import BadInput
-from pipelines import AnalyzeOptions
+from pipelines import AnalyzeOptions, GroundingConfig
 from pipelines.sinks.store import Store
 
-__all__ = ["analyze_file", "db_path", "max_streams", "media_dir", "media_for", "save_upload", "searcher",
+__all__ = ["analysis_options", "analyze_file", "db_path", "max_streams", "media_dir", "media_for", "save_upload", "searcher",
            "start_stream", "stream_manager", "webcams"]
 LIVE_JOB_KIND = "dashboard-live"
 MAX_DURATION_S = 3600.0  # longest clip the dashboard analyses
@@ -44,7 +44,27 @@ def stream_manager(store: Store) -> StreamManager:
     return StreamManager(store, str(store.path), AnalyzeOptions(), max_streams(), job_kind=LIVE_JOB_KIND)
 
 
-def start_stream(manager: StreamManager, source: str, rtsp_transport: str) -> LiveStream:
+def analysis_options(questions: list[str] = (), watches: list[str] = (),
+                     safety_threshold: float | None = None) -> AnalyzeOptions:
+    """Options for one file or stream: questions answered at the end, standing queries (watches) checked as the
+    source plays, and the safety monitor's threshold. Both need the grounding checkpoint (BadInput if absent,
+    for watches; questions then fall back to text matching, as the REST API does)."""
+    from app.services.jobs import resolve_grounder
+
+    opts = AnalyzeOptions()
+    opts.stages.safety_threshold = safety_threshold
+    questions, watches = [q for q in questions if q.strip()], [w for w in watches if w.strip()]
+    if questions or watches:
+        checkpoint = resolve_grounder(None)
+        if checkpoint is None and watches:
+            raise BadInput("watches need the grounding model, which is not built on this server")
+        if checkpoint is not None:
+            opts.grounding = GroundingConfig(queries=questions, standing=watches, checkpoint=checkpoint)
+    return opts
+
+
+def start_stream(manager: StreamManager, source: str, rtsp_transport: str,
+                 options: AnalyzeOptions | None = None) -> LiveStream:
     """Add a live source; it connects in the background. Ray is started first from a thread that outlives
     Streamlit's script runs (see `ensure_ray_in_keeper_thread`). BadInput or TooManyStreams when refused."""
     from pipelines.spine.runtime import ensure_ray_in_keeper_thread
@@ -52,7 +72,7 @@ def start_stream(manager: StreamManager, source: str, rtsp_transport: str) -> Li
     live_spec(source, rtsp_transport, "a live source is a URL (rtsp://, http(s)://) or a /dev/videoN device; "
               "use \"File on the server\" for a file")
     ensure_ray_in_keeper_thread()
-    return manager.add(source, rtsp_transport)
+    return manager.add(source, rtsp_transport, options)
 
 
 def media_dir() -> Path:
@@ -91,7 +111,8 @@ def server_file(text: str) -> Path:
 
 
 def analyze_file(store: Store, path: Path, options: AnalyzeOptions | None = None,
-                 progress: Callable[[float], None] | None = None, max_duration_s: float = MAX_DURATION_S) -> tuple[str, dict]:
+                 progress: Callable[[float], None] | None = None, max_duration_s: float = MAX_DURATION_S,
+                 questions: list[str] = ()) -> tuple[str, dict]:
     """Check and analyse a file, store the result as a job, return `(job_id, result)`; raises BadInput."""
     uploads.check_media(path, max_duration_s)
     job_id = store.create_job("dashboard", path.name)
@@ -100,6 +121,8 @@ def analyze_file(store: Store, path: Path, options: AnalyzeOptions | None = None
     except Exception as exc:
         store.update_job(job_id, status="failed", error=str(exc))
         raise
+    if questions and not (options and options.grounding.queries):  # no grounding model: match the text
+        result["moments"] = ground_queries(result, questions)
     result["media_path"] = str(path)
     store.save_result(job_id, result)
     return job_id, result

@@ -45,11 +45,28 @@ state.setdefault("job_id", None)
 state.setdefault("error", None)
 
 
+def ask(live: bool) -> tuple[list[str], float]:
+    """The sidebar's questions (a file) or watches (a live source), one per line, and the safety threshold."""
+    if live:
+        text = st.sidebar.text_area("Watch for (one per line)", key="watches", placeholder="someone falls down",
+                                    help="standing queries, checked every few seconds as the stream plays")
+    else:
+        text = st.sidebar.text_area("Questions (one per line)", key="questions", placeholder="when does the phone ring?",
+                                    help="answered with the moments that match, when the analysis ends")
+    threshold = st.sidebar.slider("Safety threshold", 0.05, 0.95, 0.7, 0.05, key="safety",
+                                  help="probability a risk needs before the safety monitor warns: higher means fewer "
+                                       "false alarms and fewer risks caught")
+    return [line.strip() for line in text.splitlines() if line.strip()], threshold
+
+
 def run_file_analysis(path: Path, uploaded: bool = False) -> None:
     """Analyse a file as a job; an upload that is refused is deleted again."""
+    questions, threshold = state.asked
     bar = st.progress(0.0, text=f"analysing {path.name}")
     try:
-        job_id, result = backend.analyze_file(store, path, progress=lambda f: bar.progress(f, text=f"{f:.0%}"))
+        options = backend.analysis_options(questions, [], threshold)
+        job_id, result = backend.analyze_file(store, path, options, lambda f: bar.progress(f, text=f"{f:.0%}"),
+                                              questions=questions)
     except (BadInput, UploadRejected, FileNotFoundError) as exc:
         state.error = f"{'uploaded file' if uploaded else 'file on the server'} {exc}"
         bar.empty()
@@ -65,12 +82,16 @@ st.sidebar.title("Foresight")
 kind = st.sidebar.radio("Source", ["Upload a file", "File on the server", "RTSP / HTTP URL", "Webcam"], key="kind")
 if kind == "Upload a file":
     uploaded = st.sidebar.file_uploader("Clip", type=None, key="upload")
+    # Streamlit's own "N per file" rounds to whole units (512 MB reads "1GB"): hide it and say the limit exactly
+    st.html("<style>[data-testid='stFileUploaderDropzoneInstructions'] {display: none;}</style>")
     st.sidebar.caption(f"video or audio, up to {st.get_option('server.maxUploadSize')} MB and "
                        f"{backend.MAX_DURATION_S / 60:.0f} min")
+    state.asked = ask(live=False)
     if st.sidebar.button("Analyze", key="analyze_upload", disabled=uploaded is None, type="primary"):
         run_file_analysis(backend.save_upload(uploaded.name, uploaded.getvalue()), uploaded=True)
 elif kind == "File on the server":
     path_text = st.sidebar.text_input("Path", key="path", placeholder="/data/clip.mp4")
+    state.asked = ask(live=False)
     if st.sidebar.button("Analyze", key="analyze_path", disabled=not path_text, type="primary"):
         try:
             run_file_analysis(backend.server_file(path_text))
@@ -86,9 +107,11 @@ else:
     else:
         source = st.sidebar.text_input("URL", key="url", placeholder="rtsp://camera/stream")
         transport = st.sidebar.radio("RTSP transport", ["tcp", "udp"], key="transport", horizontal=True)
+    watches, threshold = ask(live=True)
     if st.sidebar.button("Start", key="start_live", disabled=not source, type="primary"):
         try:
-            stream = backend.start_stream(manager, source, transport)
+            stream = backend.start_stream(manager, source, transport,
+                                          backend.analysis_options([], watches, threshold))
             state.update(viewing=stream.id, result=None, job_id=None, error=None)
         except (BadInput, TooManyStreams) as exc:
             state.error = str(exc)
@@ -108,7 +131,7 @@ if state.result is not None:
     live_result = job is not None and job["kind"] == backend.LIVE_JOB_KIND  # files have no stream health
     show_panels(result["events"], result["transcript"], result["alerts"], result["duration_s"],
                 result.get("ingest") if live_result else None, None, backend.media_for(store, state.job_id),
-                key=f"timeline_{state.job_id}")
+                key=f"timeline_{state.job_id}", moments=result.get("moments"))
 elif not manager.list():
     st.info("Choose a source in the sidebar.")
 

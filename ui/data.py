@@ -25,6 +25,12 @@ def alert_lines(alerts: list[dict]) -> list[str]:
     return lines
 
 
+def answer_lines(moments: list[dict]) -> list[str]:
+    """Answers to questions, or watches that fired, as Markdown lines: the query, mm:ss-mm:ss and the score."""
+    return [f"**{m.get('query', '?')}**: {fmt_time(m['start'])}-{fmt_time(m['end'])} (score {m['score']:.2f})"
+            for m in sorted(moments, key=lambda m: (m.get("query", ""), m["start"]))]
+
+
 def moments_frame(moments: list[dict]) -> pd.DataFrame:
     """Search hits with their modality weights spread into columns (visual, audio, speech)."""
     rows = []
@@ -69,6 +75,7 @@ class LiveState:
         self.events: list[dict] = []
         self.transcript: list[dict] = []
         self.alerts: list[dict] = []
+        self.moments: list[dict] = []  # standing queries (watches) that fired
         self.tags: dict[str, float] = {}
         self.visual: dict | None = None  # the latest second's detections (objects, persons, faces, pose)
         self.time = 0.0
@@ -84,10 +91,11 @@ class LiveState:
             self.events.extend(item.get("events") or [])
             self.transcript.extend(item.get("transcript") or [])
             self.alerts.extend(item.get("alerts") or [])
+            self.moments.extend(item.get("moments") or [])
             self.tags = dict(item.get("tags") or {})
             self.visual = item.get("visual")
             self.time = float(item.get("time") or self.time)
-        for name in ("events", "transcript", "alerts"):
+        for name in ("events", "transcript", "alerts", "moments"):
             rows = getattr(self, name)
             if len(rows) > self.max_items:
                 del rows[: len(rows) - self.max_items]

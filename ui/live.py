@@ -49,6 +49,9 @@ def stream_row(manager: StreamManager, store: Store, stream: LiveStream) -> None
     label = "Dismiss" if stream.terminal else "Stop"
     if stop.button(label, key=f"stop_{stream.id}", type="secondary" if stream.terminal else "primary"):
         _stop(manager, store, stream)
+    watches = stream.options.grounding.standing if stream.options is not None else []
+    if watches:
+        st.caption("watching for: " + "; ".join(watches))
     if stream.status == "failed":
         failure(_stored_error(store, stream), f"{stream.source} failed")
 

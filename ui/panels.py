@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui.data import LiveState, alert_lines, detections_text, rolling_transcript
+from ui.data import LiveState, alert_lines, answer_lines, detections_text, rolling_transcript
 from ui.hints import failure_hint
 from ui.timeline import PICK, mmss, timeline_chart
 
@@ -64,7 +64,7 @@ def timeline_panel(events: list[dict], duration: float | None, media: Path | Non
 
 def show_panels(events: list[dict], transcript: list[dict], alerts: list[dict], duration: float | None,
                 health: dict | None, live: LiveState | None, media: Path | None = None,
-                key: str | None = None) -> None:
+                key: str | None = None, moments: list[dict] | None = None) -> None:
     if health is not None:
         health_panel(health)
     if live is not None:
@@ -72,6 +72,11 @@ def show_panels(events: list[dict], transcript: list[dict], alerts: list[dict], 
         stale = (health or {}).get("health") in ("connecting", "reconnecting")
         st.write("(no picture: the source is reconnecting)" if stale else detections_text(live.tags, live.visual))
     timeline_panel(events, duration, media, key)
+    answers = live.moments if live is not None else (moments or [])
+    if answers:
+        st.subheader("Watches that fired" if live is not None else "Answers")
+        for line in answer_lines(answers):
+            st.markdown(line)
     left, right = st.columns(2)
     with left:
         st.subheader("Transcript")

@@ -63,6 +63,7 @@ class LiveStream:
     final_stats: dict | None = None
     watcher: threading.Thread | None = None
     stopping: bool = False
+    options: AnalyzeOptions | None = None  # what it runs with (its watches, thresholds), for lists such as the UI's
 
     @property
     def terminal(self) -> bool:
@@ -88,7 +89,7 @@ class StreamManager:
             store.update_job(job_id, status="failed",
                              error="interrupted: the server stopped while the stream ran; add it again")
 
-    def add(self, source: str, rtsp_transport: str | None = None) -> LiveStream:
+    def add(self, source: str, rtsp_transport: str | None = None, options: AnalyzeOptions | None = None) -> LiveStream:
         """Accept a live URL or device and connect in the background (the stream starts as "starting").
 
         With a `policy` (API callers), the source must pass it: SourceRefused (one generic message) for local
@@ -96,7 +97,7 @@ class StreamManager:
         again on every redirect and playlist hop in the background. BadInput for a source that does not parse.
         Refused sources leave no rows in the store; rows are written once the source passed every check.
         """
-        options = AnalyzeOptions(**{**self.options.__dict__})
+        options = AnalyzeOptions(**{**(options or self.options).__dict__})  # per stream, else the manager's
         if rtsp_transport is not None:
             options.rtsp_transport = rtsp_transport
         if self.policy is not None:
@@ -107,7 +108,7 @@ class StreamManager:
             if sum(not s.terminal for s in self.streams.values()) >= self.max_streams:
                 raise TooManyStreams(f"{self.max_streams} streams are running already")
             sid = uuid.uuid4().hex[:12]
-            stream = LiveStream(sid, spec.name, job_id=f"stream-{sid}", created_at=time.time())
+            stream = LiveStream(sid, spec.name, job_id=f"stream-{sid}", created_at=time.time(), options=options)
             self.streams[sid] = stream
         stream.watcher = threading.Thread(target=self._run, args=(stream, source, spec, options),
                                           name=f"stream-{sid}", daemon=True)
