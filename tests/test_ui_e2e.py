@@ -4,8 +4,6 @@ and the developer chrome is not."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 
 import pytest
@@ -88,6 +86,3 @@ def test_upload_analysis_screenshot_shows_timeline(dashboard, demo_clip, tmp_pat
     check_png(history)
     keep_screenshot(shot, "dashboard-file.png")
     keep_screenshot(history, "dashboard-history.png")
-    target = os.environ.get("FORESIGHT_DASHBOARD_PNG")
-    if target:  # `FORESIGHT_DASHBOARD_PNG=docs/dashboard.png pytest ...` refreshes the picture in the docs
-        shutil.copyfile(shot, target)

@@ -92,6 +92,10 @@ def test_reload_finds_the_live_stream_and_stop_ends_its_processes(dashboard, rts
         b.call("Page.reload")  # a new Streamlit session: nothing of the old tab's state is left
         b.wait_for("window.beforeReload === undefined && " + has_text("Streams") + " && " + has_text("watching rtsp:"),
                    120, "the stream after the reload")
+        # the new tab rebuilds the view from the sink's feed: bars on the timeline, transcript and fired watches
+        b.wait_for("document.querySelectorAll('.vega-embed svg path[aria-roledescription=\"bar\"]').length > 0 && "
+                   + has_text("[00:") + " && " + has_text("a telephone is ringing:"), 60, "the rebuilt live view")
+        time.sleep(1)
         text_after_reload = b.js("document.body.innerText")
         shot = tmp_path / "live.png"
         b.screenshot(shot)

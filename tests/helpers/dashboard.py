@@ -73,11 +73,20 @@ def click(label: str, selector: str = "button") -> str:
             f"{label!r} && !x.disabled); if (b) {{ b.click(); return true; }} return false; }})()")
 
 
-def keep_screenshot(shot: Path, name: str) -> None:
-    """`FORESIGHT_DASHBOARD_DOCS=docs/img pytest ...` copies the tests' screenshots there for the docs."""
+def keep_screenshot(shot: Path, name: str, width: int = 900) -> None:
+    """`FORESIGHT_DASHBOARD_DOCS=docs/img pytest ...` keeps the tests' screenshots there for the docs: cut below
+    the last content of the main column, `width` pixels wide, 64 colours (a few tens of kB each)."""
     target = os.environ.get("FORESIGHT_DASHBOARD_DOCS")
-    if target:
-        shutil.copyfile(shot, Path(target) / name)
+    if not target:
+        return
+    import numpy as np
+    from PIL import Image
+
+    im = Image.open(shot).convert("RGB")
+    ink = np.flatnonzero((np.asarray(im)[:, 320:] < 240).any(axis=(1, 2)))  # right of the sidebar
+    im = im.crop((0, 0, im.width, min(im.height, int(ink.max()) + 24 if ink.size else im.height)))
+    im = im.resize((width, round(im.height * width / im.width)), Image.LANCZOS)
+    im.quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(Path(target) / name, optimize=True)
 
 
 def check_png(shot: Path, min_bytes: int = 20_000) -> None:
