@@ -192,3 +192,18 @@ def test_analysis_options_carry_questions_watches_and_the_safety_threshold():
     assert opts.grounding.checkpoint  # the shipped grounding model
     plain = analysis_options([], [], None)
     assert not plain.grounding.enabled and plain.stages.safety_threshold is None
+
+
+def test_boxes_are_drawn_scaled_onto_the_picture():
+    import numpy as np
+
+    from ui.picture import draw_boxes
+
+    frame = np.zeros((180, 320, 3), np.uint8)  # half the analysed frame's size
+    visual = {"frame_size": [640, 360], "detections": [{"label": "person", "score": 0.9, "box": [100, 100, 300, 340]}],
+              "face_boxes": [[400, 40, 480, 120]]}
+    out = np.asarray(draw_boxes(frame, visual))
+    assert tuple(out[120, 50]) == (0xd6, 0x27, 0x28)  # the person's left edge, at x = 100 / 2
+    assert tuple(out[40, 200]) == (0xff, 0x7f, 0x0e)  # the face's left edge, at x = 400 / 2
+    assert not out[140:160, 60:140].any()  # inside the box: the picture, untouched
+    assert np.array_equal(np.asarray(draw_boxes(frame, None)), frame)

@@ -84,6 +84,11 @@ def test_reload_finds_the_live_stream_and_stop_ends_its_processes(dashboard, rts
                        "the watch to fire")
         except TimeoutError:
             raise AssertionError(b.js("document.body.innerText")) from None
+        b.wait_for("[...document.querySelectorAll('[data-testid=stImage] img')].some(i => i.naturalWidth === 640 && "
+                   "i.naturalHeight === 360) && " + has_text("boxes from the analysis of"), 60, "the live picture")
+        first_picture = b.js("document.querySelector('[data-testid=stImage] img').src")
+        b.wait_for(f"document.querySelector('[data-testid=stImage] img').src !== {first_picture!r}", 30,
+                   "a newer picture")
         b.wait_for("[...document.querySelectorAll('[data-testid=stCodeBlock], code')].some(c => "
                    "c.innerText.includes('[00:'))", 120, "a transcript line")
         actors = pipeline_actors(proc.pid)
@@ -93,8 +98,11 @@ def test_reload_finds_the_live_stream_and_stop_ends_its_processes(dashboard, rts
         b.wait_for("window.beforeReload === undefined && " + has_text("Streams") + " && " + has_text("watching rtsp:"),
                    120, "the stream after the reload")
         # the new tab rebuilds the view from the sink's feed: bars on the timeline, transcript and fired watches
-        b.wait_for("document.querySelectorAll('.vega-embed svg path[aria-roledescription=\"bar\"]').length > 0 && "
-                   + has_text("[00:") + " && " + has_text("a telephone is ringing:"), 60, "the rebuilt live view")
+        try:
+            b.wait_for("document.querySelectorAll('.vega-embed svg path[aria-roledescription=\"bar\"]').length > 0 && "
+                       + has_text("[00:") + " && " + has_text("a telephone is ringing:"), 120, "the rebuilt live view")
+        except TimeoutError:
+            raise AssertionError(b.js("document.body.innerText")) from None
         time.sleep(1)
         text_after_reload = b.js("document.body.innerText")
         shot = tmp_path / "live.png"

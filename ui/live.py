@@ -15,6 +15,9 @@ from app.services.streams import LiveStream, StreamManager
 from pipelines.sinks.store import Store
 from ui.data import LiveState, fmt_time
 from ui.panels import failure, show_panels, state_badge
+from ui.picture import FrameGrabber, draw_boxes
+
+Pictures = dict[str, FrameGrabber]  # stream id -> its picture, process-wide like the streams
 
 
 def _stored_error(store: Store, stream: LiveStream) -> str | None:
@@ -22,9 +25,12 @@ def _stored_error(store: Store, stream: LiveStream) -> str | None:
     return (job or {}).get("error") or stream.error
 
 
-def _stop(manager: StreamManager, store: Store, stream: LiveStream) -> None:
+def _stop(manager: StreamManager, store: Store, stream: LiveStream, pictures: Pictures) -> None:
     """Stop (or dismiss) a stream, then show what it saved."""
     state = st.session_state
+    grabber = pictures.pop(stream.id, None)
+    if grabber is not None:
+        grabber.close()
     with st.spinner(f"stopping {stream.source} and saving its result"):
         manager.remove(stream.id, timeout=120)
     state.views.pop(stream.id, None)
@@ -36,7 +42,7 @@ def _stop(manager: StreamManager, store: Store, stream: LiveStream) -> None:
     st.rerun()
 
 
-def stream_row(manager: StreamManager, store: Store, stream: LiveStream) -> None:
+def stream_row(manager: StreamManager, store: Store, stream: LiveStream, pictures: Pictures) -> None:
     name, status, mid, view, stop = st.columns([5, 2, 2, 1, 1], vertical_alignment="center")
     name.markdown(f"**{stream.source}**  \njob `{stream.job_id}`, since "
                   f"{time.strftime('%H:%M:%S', time.localtime(stream.created_at))}")
@@ -48,7 +54,7 @@ def stream_row(manager: StreamManager, store: Store, stream: LiveStream) -> None
             st.rerun()
     label = "Dismiss" if stream.terminal else "Stop"
     if stop.button(label, key=f"stop_{stream.id}", type="secondary" if stream.terminal else "primary"):
-        _stop(manager, store, stream)
+        _stop(manager, store, stream, pictures)
     watches = stream.options.grounding.standing if stream.options is not None else []
     if watches:
         st.caption("watching for: " + "; ".join(watches))
@@ -56,16 +62,28 @@ def stream_row(manager: StreamManager, store: Store, stream: LiveStream) -> None
         failure(_stored_error(store, stream), f"{stream.source} failed")
 
 
-def live_view(manager: StreamManager, stream: LiveStream) -> None:
+def picture(grabber: FrameGrabber | None, live: LiveState) -> None:
+    """The latest frame with the boxes of the latest analysed second, or why there is none."""
+    if grabber is None:
+        return
+    if grabber.frame is None:
+        st.caption(f"no picture yet{': ' + grabber.error if grabber.error else ''}")
+        return
+    st.image(draw_boxes(grabber.frame, live.visual), width=640,
+             caption=f"boxes from the analysis of {fmt_time(live.time)}")
+
+
+def live_view(manager: StreamManager, stream: LiveStream, pictures: Pictures) -> None:
     views = st.session_state.views
     live = views.setdefault(stream.id, LiveState())
     live.update(manager.feed(stream, live.seq))
     health = manager.health(stream)["stats"]
     st.caption(f"watching {stream.source} at {fmt_time(live.time)}")
+    picture(pictures.get(stream.id), live)
     show_panels(live.events, live.transcript, live.alerts, live.time, health, live)
 
 
-def streams_panel(manager: StreamManager, store: Store) -> None:
+def streams_panel(manager: StreamManager, store: Store, pictures: Pictures) -> None:
     """The list of streams and the watched one's live view; refreshes every second while one is not finished."""
     state = st.session_state
     state.setdefault("views", {})
@@ -84,9 +102,11 @@ def streams_panel(manager: StreamManager, store: Store) -> None:
         if state.viewing not in {s.id for s in running}:
             state.viewing = running[0].id if running else None
         for stream in streams:
-            stream_row(manager, store, stream)
+            stream_row(manager, store, stream, pictures)
+            if stream.terminal and stream.id in pictures:
+                pictures.pop(stream.id).close()
         watched = manager.get(state.viewing) if state.viewing else None
         if watched is not None and watched.pipeline is not None:
-            live_view(manager, watched)
+            live_view(manager, watched, pictures)
 
     panel()
