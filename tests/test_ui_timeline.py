@@ -105,6 +105,24 @@ def test_timeline_lanes_labels_and_click_to_play(timeline_page, tmp_path):
                    "return v !== null && v.readyState >= 1 && Math.abs(v.currentTime - 6) < 0.5; })()", 60,
                    "the player at second 6")
         played = b.js("document.querySelector('.st-key-chart_twenty video').currentTime")
+
+        # a phone-sized window, 420 px wide: the same checks, and nothing wider than the screen
+        b.call("Emulation.setDeviceMetricsOverride", width=420, height=900, deviceScaleFactor=1, mobile=True)
+        b.call("Page.reload")
+        b.wait_for("document.querySelectorAll('.vega-embed svg path[aria-roledescription=\"bar\"]').length === 21",
+                   90, "three timelines at 420 px")
+        time.sleep(1)
+        narrow = b.js(LAYOUT)
+        page_width = b.js("document.documentElement.scrollWidth")
+        svg_right = b.js("Math.max(...[...document.querySelectorAll('.vega-embed svg')].map("
+                         "s => s.getBoundingClientRect().right))")
+        narrow_shot = tmp_path / "timeline-420.png"
+        b.screenshot(narrow_shot)
     assert 5.5 < played < 6.5
+    for chart, n in zip(narrow, (0, 1, 20), strict=True):
+        check_lanes(chart, n)
+    assert page_width <= 420 and svg_right <= 420, (page_width, svg_right)
+    check_png(narrow_shot, 5_000)
+    keep_screenshot(narrow_shot, "dashboard-timeline-420.png", width=420)
     check_png(shot)
     keep_screenshot(shot, "dashboard-timeline.png")
