@@ -207,3 +207,16 @@ def test_boxes_are_drawn_scaled_onto_the_picture():
     assert tuple(out[40, 200]) == (0xff, 0x7f, 0x0e)  # the face's left edge, at x = 400 / 2
     assert not out[140:160, 60:140].any()  # inside the box: the picture, untouched
     assert np.array_equal(np.asarray(draw_boxes(frame, None)), frame)
+
+
+def test_a_dashboard_starting_ends_only_its_own_interrupted_streams(tmp_path):
+    from ui.backend import stream_manager
+
+    store = Store(tmp_path / "shared.db")  # one --db for `foresight serve` and the dashboard
+    api = store.create_job("stream", "rtsp://cam/api")
+    mine = store.create_job("dashboard-live", "rtsp://cam/dash")
+    for job in (api, mine):
+        store.update_job(job, status="running")
+    stream_manager(store)
+    assert store.job(api)["status"] == "running"  # the API server's stream goes on
+    assert store.job(mine)["status"] == "failed" and "interrupted" in store.job(mine)["error"]
