@@ -108,9 +108,10 @@ def test_timeline_lanes_labels_and_click_to_play(timeline_page, tmp_path):
 
         # a phone-sized window, 420 px wide: the same checks, and nothing wider than the screen
         b.call("Emulation.setDeviceMetricsOverride", width=420, height=900, deviceScaleFactor=1, mobile=True)
+        b.js("window.beforeReload = true")
         b.call("Page.reload")
-        b.wait_for("document.querySelectorAll('.vega-embed svg path[aria-roledescription=\"bar\"]').length === 21",
-                   90, "three timelines at 420 px")
+        b.wait_for("window.beforeReload === undefined && document.querySelectorAll("
+                   "'.vega-embed svg path[aria-roledescription=\"bar\"]').length === 21", 90, "three timelines at 420 px")
         time.sleep(1)
         narrow = b.js(LAYOUT)
         page_width = b.js("document.documentElement.scrollWidth")

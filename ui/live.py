@@ -103,8 +103,9 @@ def streams_panel(manager: StreamManager, store: Store, pictures: Pictures) -> N
             state.viewing = running[0].id if running else None
         for stream in streams:
             stream_row(manager, store, stream, pictures)
-            if stream.terminal and stream.id in pictures:
-                pictures.pop(stream.id).close()
+            grabber = pictures.pop(stream.id, None) if stream.terminal else None
+            if grabber is not None:  # other tabs may get here at the same time
+                grabber.close()
         watched = manager.get(state.viewing) if state.viewing else None
         if watched is not None and watched.pipeline is not None:
             live_view(manager, watched, pictures)
