@@ -28,3 +28,19 @@ def test_regular_files_are_replaced_whole(tmp_path):
     out.write_text("old")
     write_json(out, {"a": 1})
     assert json.loads(out.read_text()) == {"a": 1} and not (tmp_path / "r.json.tmp").exists()
+
+
+def test_csv_lists_events_speech_and_alerts_in_time_order():
+    import csv
+    import io
+
+    from pipelines.sinks.exporters import to_csv
+
+    result = {"events": [{"label": "Fire_alarm", "modality": "audio", "start": 12.0, "end": 19.0, "confidence": 0.9}],
+              "transcript": [{"start": 1.0, "end": 8.5, "text": 'Hello, "front door"'}],
+              "alerts": [{"time": 13.0, "severity": "critical", "rule": "alarm", "reason": "people stay",
+                          "lead_time_s": None}]}
+    rows = list(csv.reader(io.StringIO(to_csv(result))))
+    assert rows[0] == ["kind", "start", "end", "label", "modality", "score"]
+    assert [r[0] for r in rows[1:]] == ["speech", "event", "alert"]
+    assert rows[1][3] == 'Hello, "front door"' and rows[2][5] == "0.9" and rows[3][3] == "alarm: people stay"

@@ -7,29 +7,29 @@ from pathlib import Path
 import pytest
 
 from pipelines.sinks.store import Store
-from ui.data import (
-    LiveState,
-    detections_text,
-    events_frame,
-    moments_frame,
-    rolling_transcript,
-    timeline_chart,
-)
+from ui.data import LiveState, alert_lines, detections_text, moments_frame, rolling_transcript
+from ui.timeline import human_label, mmss, timeline_chart, timeline_frame
 
 APP = str(Path(__file__).resolve().parents[1] / "ui" / "dashboard.py")
 
 
-def test_timeline_chart_has_one_lane_per_modality():
+def test_timeline_has_a_lane_per_modality_with_human_names_and_one_click_selection():
     events = [{"label": "Speech", "modality": "audio", "start": 1.0, "end": 4.0, "confidence": 0.9},
               {"label": "person", "modality": "visual", "start": 0.0, "end": 2.0, "confidence": 0.6},
-              {"label": "Dog", "modality": "audio-visual", "start": 3.0, "end": 5.0, "confidence": 0.7}]
-    spec = timeline_chart(events, 10.0).to_dict()
-    bars = spec["layer"][0]
-    assert bars["mark"]["type"] == "bar" and bars["encoding"]["x2"]["field"] == "end"
-    assert bars["encoding"]["y"]["scale"]["domain"] == ["audio", "visual", "audio-visual"]
-    assert bars["encoding"]["x"]["scale"]["domain"] == [0, 10.0]
-    assert list(events_frame(events)["label"]) == ["person", "Speech", "Dog"]
-    assert timeline_chart([], None).to_dict()["layer"][0]["encoding"]["x"]["scale"]["domain"] == [0, 1.0]
+              {"label": "Telephone_bell_ringing", "modality": "audio", "start": 70.0, "end": 70.2, "confidence": 0.7}]
+    spec = timeline_chart(events, 100.0).to_dict()
+    lanes = spec["vconcat"]
+    assert [lane["title"]["text"] for lane in lanes] == ["audio", "visual", "audio-visual"]
+    assert all("layer" not in lane and lane["mark"]["type"] == "bar" for lane in lanes)  # nothing to union
+    assert lanes[0]["encoding"]["y"]["sort"] == ["Speech", "Telephone bell ringing"]
+    assert lanes[0]["encoding"]["x"]["scale"]["domain"] == [0, 100.0]
+    assert spec["params"][0]["name"] == "pick" and len(spec["params"][0]["views"]) == 3
+    frame = timeline_frame(events, 100.0)
+    bell = frame[frame["name"] == "Telephone bell ringing"].iloc[0]
+    assert bell["when"] == "01:10-01:10" and bell["shown_end"] > bell["end"]  # short events stay visible
+    assert list(frame[frame["lane"] == "audio-visual"]["name"]) == ["(no events)"]
+    assert "params" not in timeline_chart([], None, selectable=False).to_dict()
+    assert human_label("dog__bark") == "Dog bark" and mmss(3725) == "1:02:05"
 
 
 def test_live_state_keeps_only_new_feed_items_and_the_latest_tags():
@@ -42,7 +42,7 @@ def test_live_state_keeps_only_new_feed_items_and_the_latest_tags():
     assert live.seq == 4 and live.time == 1.0 and live.tags == {"Speech": 0.9}
     assert len(live.events) == 3  # bounded
     assert rolling_transcript([{"start": 65.0, "end": 66, "text": "later"}, {"start": 1.0, "end": 2, "text": "first"}],
-                              1) == ["[01:05.0] later"]
+                              1) == ["[01:05] later"]
     frame = moments_frame([{"source": "a.mp4", "start": 1, "end": 2, "score": 0.5, "text": "x", "method": "text-match",
                             "modality_weights": {"visual": 0.1, "audio": 0.2, "speech": 0.7}}])
     assert frame.loc[0, ["visual", "audio", "speech"]].tolist() == [0.1, 0.2, 0.7]
@@ -60,12 +60,20 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     assert "Choose a source" in at.info[0].value
     at.radio(key="kind").set_value("File on the server").run()
     at.text_input(key="path").input(str(path)).run()
+    at.text_area(key="questions").input("a telephone is ringing\n\n").run()
+    at.slider(key="safety").set_value(0.9).run()
     at.button(key="analyze_path").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     result = at.session_state["result"]
+    answers = [m for m in result["moments"] if m["query"] == "a telephone is ringing"]
+    assert answers and {m["query"] for m in result["moments"]} == {"a telephone is ringing"}
+    assert "Answers" in {s.value for s in at.subheader}
+    assert any(m.value.startswith("**a telephone is ringing**: 00:") for m in at.markdown)
     assert result["source"] == "demo.mp4" and any(e["label"] == "Speech" for e in result["events"])
-    assert {"Stream health", "Timeline", "Transcript", "Alerts", "Search moments"} <= {s.value for s in at.subheader}
+    subheaders = {s.value for s in at.subheader}
+    assert {"Timeline", "Transcript", "Alerts", "Search moments"} <= subheaders
+    assert "Stream health" not in subheaders  # a file has no stream health
     charts = at.get("vega_lite_chart")
     assert len(charts) == 1
     assert "front door" in at.code[0].value.lower()
@@ -82,6 +90,15 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     assert {"visual", "audio", "speech", "score"} <= set(table.columns)
     videos = at.get("video")
     assert len(videos) == 1 and videos[0].proto.start_time == int(moments[0]["start"])
+    assert len(moments) > 1
+    def play_moment():
+        return next(s for s in at.selectbox if s.label == "Play moment")
+
+    play_moment().set_value(1).run()
+    assert at.get("video")[0].proto.start_time == int(moments[1]["start"])
+    at.text_input(key="query").input("front door").run()  # a new query starts again at its best moment
+    assert play_moment().value == 0
+    assert at.get("video")[0].proto.start_time == int(at.session_state["moments"][0]["start"])
 
 
 @pytest.mark.slow
@@ -97,9 +114,15 @@ def test_bad_path_shows_a_reason(tmp_path, monkeypatch):
     at.button(key="analyze_path").click().run()
     assert not at.exception
     assert "not a readable media file" in at.error[0].value
-    at.text_input(key="path").input(str(tmp_path / "missing.mp4")).run()
-    at.button(key="analyze_path").click().run()
-    assert "no such file" in at.error[0].value
+    for text, said in [(str(tmp_path / "missing.mp4"), "no such file on the server"), (str(tmp_path), "is a folder"),
+                       ("rtsp://camera/live", "is a URL, not a file"), ("hello there", "no such file on the server")]:
+        at.text_input(key="path").input(text).run()
+        at.button(key="analyze_path").click().run()
+        assert said in at.error[0].value, (text, at.error[0].value)
+    at.radio(key="kind").set_value("RTSP / HTTP URL").run()
+    at.text_input(key="url").input(str(bad)).run()
+    at.button(key="start_live").click().run()
+    assert "use \"File on the server\" for a file" in at.error[0].value
 
 
 def test_detections_text_names_sounds_and_what_is_seen():
@@ -110,33 +133,90 @@ def test_detections_text_names_sounds_and_what_is_seen():
     assert detections_text({}, None) == "no detections this second"
 
 
-@pytest.mark.slow
-def test_live_rtsp_source_fills_the_view_and_stop_saves_it(rtsp_server, tmp_path, monkeypatch):
-    import time
+def test_failure_hints_name_what_to_try():
+    from ui.hints import failure_hint
 
+    tcp = "rtsp://cam/live: could not connect (method SETUP failed: 400 Bad Request)"
+    assert "try UDP" in failure_hint(tcp)
+    assert "path" in failure_hint("could not connect (404 Not Found)")
+    assert "nothing listens" in failure_hint("rtsp://127.0.0.1:9/x: connection refused")
+    assert "reconnect budget" in failure_hint("stream stopped sending at 12.0 s and did not come back within 30 s")
+    assert "credentials" in failure_hint("could not connect (401 Unauthorized)")
+    assert failure_hint("internal error: KeyError('x')") is None and failure_hint(None) is None
+    assert failure_hint("port 4610 is busy") is None  # status codes match as whole numbers only
+
+
+def test_alert_lines_have_mm_ss_the_full_reason_and_evidence():
+    reason = "A person has been lying still for 12 s after a fall; " * 3
+    lines = alert_lines([{"time": 68.4, "severity": "critical", "rule": "fall", "reason": reason, "lead_time_s": 4.0,
+                          "evidence": ["t=56.0s fell", "t=68.0s still lying"]},
+                         {"time": 5.0, "severity": "warning", "rule": "alarm", "reason": "alarm", "lead_time_s": None}])
+    assert lines[0] == "**00:05** · warning · alarm: alarm"
+    assert lines[1].startswith("**01:08** · critical · fall: " + reason) and "(lead time 4 s)" in lines[1]
+    assert lines[1].endswith("_evidence: t=56.0s fell; t=68.0s still lying_")
+
+
+def test_history_filters_reopens_and_exports_a_past_job(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     db = tmp_path / "dash.db"
+    store = Store(db)
+    bell = store.create_job("dashboard", "kitchen.mp4")
+    store.save_result(bell, {"source": "kitchen.mp4", "duration_s": 20.0, "alerts": [], "transcript": [
+        {"start": 1.0, "end": 2.0, "text": "hello"}], "events": [
+        {"label": "Telephone_bell_ringing", "modality": "audio", "start": 10.0, "end": 12.0, "confidence": 0.8}]})
+    failed = store.create_job("dashboard-live", "rtsp://cam/live")
+    store.update_job(failed, status="failed", error="connection refused")
     monkeypatch.setenv("FORESIGHT_DB", str(db))
-    at = AppTest.from_file(APP, default_timeout=180).run()
-    at.radio(key="kind").set_value("RTSP / HTTP URL").run()
-    at.text_input(key="url").input(rtsp_server.url).run()
-    at.selectbox(key="transport").set_value("udp").run()
-    at.button(key="start_live").click().run()
+    at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception, at.exception
-    assert at.session_state["live"] is not None
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        time.sleep(2)
-        at.run()
-        live = at.session_state["live"][2]
-        if live.events and live.transcript:
-            break
+    assert at.selectbox(key="hist_job").value == failed  # the latest first
+    assert any("no saved result (failed: connection refused)" in c.value for c in at.caption)
+    at.text_input(key="hist_label").input("telephone bell").run()
+    assert at.selectbox(key="hist_job").options == [at.selectbox(key="hist_job").format_func(bell)]
+    assert len(at.get("download_button")) == 3
+    at.button(key="hist_open").click().run()
     assert not at.exception, at.exception
-    assert live.events and live.transcript and live.seq > 5
-    assert "Now" in {s.value for s in at.subheader} and at.get("vega_lite_chart")
-    assert at.metric[0].value == "live"
-    job_id = at.session_state["job_id"]
-    at.button(key="stop_live").click().run()
-    assert at.session_state["live"] is None
-    assert Store(db).job(job_id)["status"] == "done" and Store(db).rows("events", job_id)
+    assert at.session_state["job_id"] == bell and at.session_state["result"]["source"] == "kitchen.mp4"
+    assert any("kitchen.mp4: 20.0 s, 1 events" in c.value for c in at.caption)
+    at.text_input(key="hist_source").input("garage").run()
+    assert any(m.value == "no jobs match" for m in at.markdown)
+
+
+def test_analysis_options_carry_questions_watches_and_the_safety_threshold():
+    from ui.backend import analysis_options
+
+    opts = analysis_options(["when does the phone ring?", " "], ["someone falls down"], 0.85)
+    assert opts.stages.safety_threshold == 0.85
+    assert opts.grounding.queries == ["when does the phone ring?"] and opts.grounding.standing == ["someone falls down"]
+    assert opts.grounding.checkpoint  # the shipped grounding model
+    plain = analysis_options([], [], None)
+    assert not plain.grounding.enabled and plain.stages.safety_threshold is None
+
+
+def test_boxes_are_drawn_scaled_onto_the_picture():
+    import numpy as np
+
+    from ui.picture import draw_boxes
+
+    frame = np.zeros((180, 320, 3), np.uint8)  # half the analysed frame's size
+    visual = {"frame_size": [640, 360], "detections": [{"label": "person", "score": 0.9, "box": [100, 100, 300, 340]}],
+              "face_boxes": [[400, 40, 480, 120]]}
+    out = np.asarray(draw_boxes(frame, visual))
+    assert tuple(out[120, 50]) == (0xd6, 0x27, 0x28)  # the person's left edge, at x = 100 / 2
+    assert tuple(out[40, 200]) == (0xff, 0x7f, 0x0e)  # the face's left edge, at x = 400 / 2
+    assert not out[140:160, 60:140].any()  # inside the box: the picture, untouched
+    assert np.array_equal(np.asarray(draw_boxes(frame, None)), frame)
+
+
+def test_a_dashboard_starting_ends_only_its_own_interrupted_streams(tmp_path):
+    from ui.backend import stream_manager
+
+    store = Store(tmp_path / "shared.db")  # one --db for `foresight serve` and the dashboard
+    api = store.create_job("stream", "rtsp://cam/api")
+    mine = store.create_job("dashboard-live", "rtsp://cam/dash")
+    for job in (api, mine):
+        store.update_job(job, status="running")
+    stream_manager(store)
+    assert store.job(api)["status"] == "running"  # the API server's stream goes on
+    assert store.job(mine)["status"] == "failed" and "interrupted" in store.job(mine)["error"]

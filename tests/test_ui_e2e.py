@@ -1,83 +1,88 @@
 """End to end in headless Chromium: `foresight dashboard` serves the page, a file upload runs an analysis,
-and the screenshot shows the timeline."""
+and the screenshot shows the timeline; a refused upload says why and is deleted; the real upload limit is shown
+and the developer chrome is not."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
-import sys
 import time
 
-import httpx
 import pytest
 
-from tests.helpers.cdp import Chromium
-from tests.helpers.cli import ROOT, free_port
+from tests.helpers.dashboard import browser, check_png, click, dashboard_server, has_text, keep_screenshot
 
 
-@pytest.fixture
-def dashboard(tmp_path):
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from ui.launch import dashboard_main; "
-                             "sys.exit(dashboard_main(sys.argv[1:]))", "--port", str(port),
-                             "--db", str(tmp_path / "dash.db")],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if httpx.get(url + "/_stcore/health", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    else:
-        pytest.fail("the dashboard did not come up")
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=30)
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory):
+    db = tmp_path_factory.mktemp("dash") / "dash.db"
+    with dashboard_server(db, "--max-upload-mb", "512") as (url, _):
+        yield url, db
 
 
-def _has_text(text: str) -> str:
-    return f"document.body && document.body.innerText.includes({text!r})"
+def upload(b, url: str, path) -> str:
+    """Upload `path` and press Analyze; returns the page's text from before the upload."""
+    b.call("Page.navigate", url=url)
+    # Streamlit's rounded "N per file" must be hidden (512 MB read "1GB per file"); ours says the limit exactly
+    b.wait_for("document.querySelector('input[type=file]') !== null && " + has_text("video or audio, up to") +
+               " && !" + has_text("per file"), 60, "the upload widget with the real limit only")
+    before = b.js("document.body.innerText")
+    b.set_file("input[type=file]", path)
+    b.wait_for(has_text(path.name), 30, "the upload to reach the server")
+    b.wait_for(click("Analyze"), 30, "an enabled Analyze button")
+    return before
+
+
+@pytest.mark.slow
+def test_refused_upload_is_deleted_and_limits_are_the_real_ones(dashboard, tmp_path):
+    url, db = dashboard
+    bad = tmp_path / "notes.mp4"
+    bad.write_bytes(b"\x00garbage" * 100)
+    with browser(tmp_path / "profile") as b:
+        before = upload(b, url, bad)
+        b.wait_for(has_text("uploaded file notes.mp4: not a readable media file"), 60, "the refusal")
+        text = b.js("document.body.innerText")
+        deploy = b.js("[...document.querySelectorAll('button')].some(x => x.innerText.trim() === 'Deploy')")
+    assert "up to 512 MB and 60 min" in text, text
+    assert "up to 512 MB" in before and "1GB" not in before, before
+    assert not deploy  # client.toolbarMode = minimal
+    media = db.parent / "dashboard-media"
+    assert not [p for p in media.rglob("*") if p.is_file()]
 
 
 @pytest.mark.slow
 def test_upload_analysis_screenshot_shows_timeline(dashboard, demo_clip, tmp_path):
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.fail("Debian's chromium is required (apt-get install chromium)")
-    browser = Chromium(exe, tmp_path / "profile", free_port())
-    try:
-        browser.call("Page.enable")
-        browser.call("Page.navigate", url=dashboard)
-        browser.wait_for("document.querySelector('input[type=file]') !== null", 60, "the upload widget")
-        browser.set_file("input[type=file]", demo_clip[0])
-        browser.wait_for(_has_text("demo.mp4"), 30, "the upload to reach the server")
-        click = ("(() => { const b = [...document.querySelectorAll('button')].find("
-                 "x => x.innerText.trim() === 'Analyze' && !x.disabled); if (b) { b.click(); return true; } "
-                 "return false; })()")
-        browser.wait_for(click, 30, "an enabled Analyze button")
-        browser.wait_for(_has_text("Timeline") + " && document.querySelector('.vega-embed canvas, .vega-embed svg')"
-                         " !== null", 180, "the timeline chart")
-        browser.wait_for(_has_text("Search moments"), 30)
-        browser.type_into("input[placeholder='someone mentions the front door']", "telephone ringing")
-        browser.wait_for(_has_text("method: text-match") + " && document.querySelector('video') !== null", 120,
-                         "the moments table and the player")
-        video_start = browser.js("document.querySelector('video').currentSrc")
+    url, _ = dashboard
+    with browser(tmp_path / "profile") as b:
+        upload(b, url, demo_clip[0])
+        b.wait_for(has_text("Timeline") + " && document.querySelector('.vega-embed svg') !== null", 180,
+                   "the timeline chart")
+        b.wait_for(has_text("Search moments"), 30)
+        b.type_into("input[placeholder='someone mentions the front door']", "telephone ringing")
+        b.wait_for(has_text("method: text-match") + " && document.querySelector('video') !== null", 120,
+                   "the moments table and the player")
+        video_start = b.js("document.querySelector('video').currentSrc")
         time.sleep(2)  # let vega finish drawing
-        text = browser.js("document.body.innerText")
+        text = b.js("document.body.innerText")
         shot = tmp_path / "dashboard.png"
-        browser.screenshot(shot)
-    finally:
-        browser.close()
+        b.screenshot(shot)
+        # a new tab knows nothing of it; the history reopens it and offers its exports
+        b.js("window.beforeReload = true")
+        b.call("Page.reload")
+        b.wait_for("window.beforeReload === undefined && (() => { const s = [...document.querySelectorAll('summary')]"
+                   ".find(x => x.innerText.includes('History: past jobs')); if (s) s.click(); return !!s; })()", 60,
+                   "the history")
+        b.wait_for(has_text("WebVTT") + " && " + has_text("CSV") + " && " + has_text("Source contains"), 30,
+                   "the history's list")
+        time.sleep(1)  # the table is drawn on a canvas
+        assert "Choose a source" in b.js("document.body.innerText")  # nothing open yet in this tab
+        history = tmp_path / "history.png"
+        b.screenshot(history)
+        b.wait_for(click("Open"), 30, "the Open button")
+        b.wait_for(has_text("demo.mp4: 20.0 s") + " && document.querySelector('.vega-embed svg') !== null", 60,
+                   "the reopened job")
     assert "demo.mp4" in text and "Transcript" in text and "front door" in text.lower()
-    assert "Play moment" in text and "method: text-match" in text
+    assert "Play moment" in text and "method: text-match" in text and "Stream health" not in text
     assert video_start  # the player has the clip loaded
-    png = shot.read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
-    target = os.environ.get("FORESIGHT_DASHBOARD_PNG")
-    if target:  # `FORESIGHT_DASHBOARD_PNG=docs/dashboard.png pytest ...` refreshes the picture in the docs
-        shutil.copyfile(shot, target)
+    check_png(shot)
+    check_png(history)
+    keep_screenshot(shot, "dashboard-file.png")
+    keep_screenshot(history, "dashboard-history.png")

@@ -1,31 +1,78 @@
 """The dashboard's side of the pipeline: the same services as the REST API and the CLI, in its own process.
 
 File analysis is a job run by `app.services.jobs.run_job` with the result saved to the same SQLite store,
-live sources are a `Pipeline` of Ray actors started and stopped by `app.services.streams`, and search is
+live sources belong to one `app.services.streams.StreamManager` per dashboard process (shared by every browser
+tab, so a reload or a second user sees and can stop the same streams), and search is
 `app.services.search.SearchService`. Pointing the dashboard and `foresight serve` at one `--db` makes each see
 the other's work.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from app.services import uploads
-from app.services.jobs import run_job
+from app.services.jobs import ground_queries, run_job
 from app.services.search import SearchService
 from app.services.settings import dashboard_db
-from app.services.streams import start_live, stop_live
-from pipelines import AnalyzeOptions
+from app.services.streams import LiveStream, StreamManager, live_spec
+from models.errors import BadInput
+from pipelines import AnalyzeOptions, GroundingConfig
 from pipelines.sinks.store import Store
 
-__all__ = ["analyze_file", "db_path", "media_dir", "media_for", "save_upload", "searcher", "start_live",
-           "stop_live", "webcams"]
+__all__ = ["analysis_options", "analyze_file", "db_path", "max_streams", "media_dir", "media_for", "save_upload", "searcher",
+           "start_stream", "stream_manager", "webcams"]
+LIVE_JOB_KIND = "dashboard-live"
+MAX_DURATION_S = 3600.0  # longest clip the dashboard analyses
 
 
 def db_path() -> Path:
     """The store the dashboard uses: `FORESIGHT_DB` (set by `foresight dashboard --db`) or ./foresight.db."""
     return dashboard_db()
+
+
+def max_streams() -> int:
+    """How many live sources may run at once: `FORESIGHT_MAX_STREAMS` (set by `foresight dashboard
+    --max-streams`), default 2 (each holds several GB of models in its Ray actors)."""
+    return max(1, int(os.environ.get("FORESIGHT_MAX_STREAMS", "2")))
+
+
+def stream_manager(store: Store) -> StreamManager:
+    """The process's registry of live sources (jobs of a dashboard that died while streaming are marked failed)."""
+    return StreamManager(store, str(store.path), AnalyzeOptions(), max_streams(), job_kind=LIVE_JOB_KIND)
+
+
+def analysis_options(questions: list[str] = (), watches: list[str] = (),
+                     safety_threshold: float | None = None) -> AnalyzeOptions:
+    """Options for one file or stream: questions answered at the end, standing queries (watches) checked as the
+    source plays, and the safety monitor's threshold. Both need the grounding checkpoint (BadInput if absent,
+    for watches; questions then fall back to text matching, as the REST API does)."""
+    from app.services.jobs import resolve_grounder
+
+    opts = AnalyzeOptions()
+    opts.stages.safety_threshold = safety_threshold
+    questions, watches = [q for q in questions if q.strip()], [w for w in watches if w.strip()]
+    if questions or watches:
+        checkpoint = resolve_grounder(None)
+        if checkpoint is None and watches:
+            raise BadInput("watches need the grounding model, which is not built on this server")
+        if checkpoint is not None:
+            opts.grounding = GroundingConfig(queries=questions, standing=watches, checkpoint=checkpoint)
+    return opts
+
+
+def start_stream(manager: StreamManager, source: str, rtsp_transport: str,
+                 options: AnalyzeOptions | None = None) -> LiveStream:
+    """Add a live source; it connects in the background. Ray is started first from a thread that outlives
+    Streamlit's script runs (see `ensure_ray_in_keeper_thread`). BadInput or TooManyStreams when refused."""
+    from pipelines.spine.runtime import ensure_ray_in_keeper_thread
+
+    live_spec(source, rtsp_transport, "a live source is a URL (rtsp://, http(s)://) or a /dev/videoN device; "
+              "use \"File on the server\" for a file")
+    ensure_ray_in_keeper_thread()
+    return manager.add(source, rtsp_transport, options)
 
 
 def media_dir() -> Path:
@@ -37,8 +84,35 @@ def save_upload(name: str, data: bytes) -> Path:
     return uploads.save_upload(media_dir(), name, data)
 
 
+def discard_upload(path: Path) -> None:
+    """Delete a refused upload (and its content-addressed folder once empty)."""
+    path.unlink(missing_ok=True)
+    try:
+        path.parent.rmdir()
+    except OSError:  # another upload with the same content keeps the folder
+        pass
+
+
+def server_file(text: str) -> Path:
+    """The file named in the "File on the server" box; BadInput saying what it is instead (a URL, a folder,
+    nothing at all)."""
+    text = text.strip()
+    if "://" in text:
+        raise BadInput(f"{text} is a URL, not a file: choose \"RTSP / HTTP URL\" to follow it live")
+    path = Path(text).expanduser()
+    try:
+        if path.is_dir():
+            raise BadInput(f"{text} is a folder; name one file in it")
+        if not path.is_file():
+            raise BadInput(f"no such file on the server: {text}")
+    except OSError as exc:  # e.g. a name longer than the filesystem allows
+        raise BadInput(f"cannot use this path ({exc.strerror or exc})") from None
+    return path
+
+
 def analyze_file(store: Store, path: Path, options: AnalyzeOptions | None = None,
-                 progress: Callable[[float], None] | None = None, max_duration_s: float = 3600.0) -> tuple[str, dict]:
+                 progress: Callable[[float], None] | None = None, max_duration_s: float = MAX_DURATION_S,
+                 questions: list[str] = ()) -> tuple[str, dict]:
     """Check and analyse a file, store the result as a job, return `(job_id, result)`; raises BadInput."""
     uploads.check_media(path, max_duration_s)
     job_id = store.create_job("dashboard", path.name)
@@ -47,6 +121,8 @@ def analyze_file(store: Store, path: Path, options: AnalyzeOptions | None = None
     except Exception as exc:
         store.update_job(job_id, status="failed", error=str(exc))
         raise
+    if questions and not (options and options.grounding.queries):  # no grounding model: match the text
+        result["moments"] = ground_queries(result, questions)
     result["media_path"] = str(path)
     store.save_result(job_id, result)
     return job_id, result

@@ -1,30 +1,28 @@
 """Foresight dashboard (run with `foresight dashboard`, or `streamlit run ui/dashboard.py`).
 
 Pick a source in the sidebar: an uploaded file or a file path is analysed at once; an RTSP URL or a webcam
-starts a live pipeline whose feed refreshes the page every second. Below: stream health, the timeline of
-audio / visual / audio-visual events, the rolling transcript, alerts, and a query box whose moments play
+starts a live pipeline owned by the dashboard's process (every tab lists it and can stop it), whose view
+refreshes every second. Below: stream health, the timeline of audio / visual / audio-visual events, the rolling transcript, alerts, and a query box whose moments play
 the clip from their start.
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import streamlit as st
 
+from app.services.streams import StreamManager, TooManyStreams
 from app.services.uploads import UploadRejected
 from models.errors import BadInput
 from pipelines.sinks.store import Store
 from ui import backend
-from ui.data import (
-    LiveState,
-    alerts_frame,
-    detections_text,
-    fmt_time,
-    moments_frame,
-    rolling_transcript,
-    timeline_chart,
-)
+from ui.data import fmt_time, moments_frame
+from ui.history import history_panel
+from ui.live import streams_panel
+from ui.panels import show_panels
+from ui.picture import FrameGrabber
 
 st.set_page_config(page_title="Foresight", layout="wide")
 
@@ -34,21 +32,54 @@ def get_store(path: str) -> Store:
     return Store(path)
 
 
+@st.cache_resource
+def get_streams(path: str) -> StreamManager:
+    """One registry of live sources for the whole process: every tab and every user sees the same streams."""
+    return backend.stream_manager(get_store(path))
+
+
+@st.cache_resource
+def get_pictures(path: str) -> dict:
+    """The live sources' pictures (`ui.picture.FrameGrabber` by stream id), shared like the streams."""
+    return {}
+
+
 store = get_store(str(backend.db_path()))
+manager = get_streams(str(backend.db_path()))
+pictures = get_pictures(str(backend.db_path()))
 state = st.session_state
 state.setdefault("result", None)
 state.setdefault("job_id", None)
-state.setdefault("live", None)  # (pipeline, job_id, LiveState) while a live source runs
 state.setdefault("error", None)
 
 
-def run_file_analysis(path: Path) -> None:
+def ask(live: bool) -> tuple[list[str], float]:
+    """The sidebar's questions (a file) or watches (a live source), one per line, and the safety threshold."""
+    if live:
+        text = st.sidebar.text_area("Watch for (one per line)", key="watches", placeholder="someone falls down",
+                                    help="standing queries, checked every few seconds as the stream plays")
+    else:
+        text = st.sidebar.text_area("Questions (one per line)", key="questions", placeholder="when does the phone ring?",
+                                    help="answered with the moments that match, when the analysis ends")
+    threshold = st.sidebar.slider("Safety threshold", 0.05, 0.95, 0.7, 0.05, key="safety",
+                                  help="probability a risk needs before the safety monitor warns: higher means fewer "
+                                       "false alarms and fewer risks caught")
+    return [line.strip() for line in text.splitlines() if line.strip()], threshold
+
+
+def run_file_analysis(path: Path, uploaded: bool = False) -> None:
+    """Analyse a file as a job; an upload that is refused is deleted again."""
+    questions, threshold = state.asked
     bar = st.progress(0.0, text=f"analysing {path.name}")
     try:
-        job_id, result = backend.analyze_file(store, path, progress=lambda f: bar.progress(f, text=f"{f:.0%}"))
+        options = backend.analysis_options(questions, [], threshold)
+        job_id, result = backend.analyze_file(store, path, options, lambda f: bar.progress(f, text=f"{f:.0%}"),
+                                              questions=questions)
     except (BadInput, UploadRejected, FileNotFoundError) as exc:
-        state.error = str(exc)
+        state.error = f"{'uploaded file' if uploaded else 'file on the server'} {exc}"
         bar.empty()
+        if uploaded:
+            backend.discard_upload(path)
         return
     bar.empty()
     state.update(result=result, job_id=job_id, error=None)
@@ -59,20 +90,21 @@ st.sidebar.title("Foresight")
 kind = st.sidebar.radio("Source", ["Upload a file", "File on the server", "RTSP / HTTP URL", "Webcam"], key="kind")
 if kind == "Upload a file":
     uploaded = st.sidebar.file_uploader("Clip", type=None, key="upload")
+    # Streamlit's own "N per file" rounds to whole units (512 MB reads "1GB"): hide it and say the limit exactly
+    st.html("<style>[data-testid='stFileUploaderDropzoneInstructions'] {display: none;}</style>")
+    st.sidebar.caption(f"video or audio, up to {st.get_option('server.maxUploadSize')} MB and "
+                       f"{backend.MAX_DURATION_S / 60:.0f} min")
+    state.asked = ask(live=False)
     if st.sidebar.button("Analyze", key="analyze_upload", disabled=uploaded is None, type="primary"):
-        run_file_analysis(backend.save_upload(uploaded.name, uploaded.getvalue()))
+        run_file_analysis(backend.save_upload(uploaded.name, uploaded.getvalue()), uploaded=True)
 elif kind == "File on the server":
     path_text = st.sidebar.text_input("Path", key="path", placeholder="/data/clip.mp4")
+    state.asked = ask(live=False)
     if st.sidebar.button("Analyze", key="analyze_path", disabled=not path_text, type="primary"):
-        path = Path(path_text).expanduser()
         try:
-            exists = path.is_file()
-        except OSError:  # e.g. a name longer than the filesystem allows
-            exists = False
-        if not exists:
-            state.error = f"no such file: {path_text}"
-        else:
-            run_file_analysis(path)
+            run_file_analysis(backend.server_file(path_text))
+        except BadInput as exc:
+            state.error = str(exc)
 else:
     if kind == "Webcam":
         cams = backend.webcams()
@@ -82,75 +114,38 @@ else:
         transport = "tcp"
     else:
         source = st.sidebar.text_input("URL", key="url", placeholder="rtsp://camera/stream")
-        transport = st.sidebar.selectbox("RTSP transport", ["tcp", "udp"], key="transport")
-    running = state.live is not None
-    if not running and st.sidebar.button("Start", key="start_live", disabled=not source, type="primary"):
+        transport = st.sidebar.radio("RTSP transport", ["tcp", "udp"], key="transport", horizontal=True)
+    watches, threshold = ask(live=True)
+    if st.sidebar.button("Start", key="start_live", disabled=not source, type="primary"):
         try:
-            with st.spinner("starting the pipeline (loading models)"):
-                pipeline, job_id = backend.start_live(store, source, transport)
-            state.update(live=(pipeline, job_id, LiveState()), job_id=job_id, result=None, error=None)
-        except BadInput as exc:
+            stream = backend.start_stream(manager, source, transport,
+                                          backend.analysis_options([], watches, threshold))
+            if kind != "Webcam":  # a webcam takes one reader: the pipeline's
+                pictures[stream.id] = FrameGrabber(source, transport)
+            state.update(viewing=stream.id, result=None, job_id=None, error=None)
+        except (BadInput, TooManyStreams) as exc:
             state.error = str(exc)
         st.rerun()
-    if running and st.sidebar.button("Stop", key="stop_live"):
-        pipeline, job_id, _ = state.live
-        with st.spinner("stopping and saving"):
-            state.result = backend.stop_live(store, pipeline, job_id)
-        state.live = None
-        st.rerun()
+    st.sidebar.caption(f"at most {manager.max_streams} live sources at once; they keep running when this tab "
+                       "closes (stop them here)")
 
 if state.error:
     st.error(state.error)
 
-
-# -- what is shown: a finished result, or the live state ------------------------------------------------------
-def show_panels(events, transcript, alerts, duration, health: dict | None, live: LiveState | None) -> None:
-    if health is not None:
-        st.subheader("Stream health")
-        cols = st.columns(5)
-        cols[0].metric("health", health.get("health", "?"))
-        cols[1].metric("segments", health.get("segments_emitted", 0))
-        cols[2].metric("frames dropped", health.get("frames_dropped", 0))
-        cols[3].metric("reconnects", health.get("reconnects", 0))
-        cols[4].metric("lost seconds", health.get("lost_seconds", 0))
-    if live is not None:
-        st.subheader("Now")
-        st.write(detections_text(live.tags, live.visual))
-    st.subheader("Timeline")
-    st.altair_chart(timeline_chart(events, duration), width="stretch")
-    left, right = st.columns(2)
-    with left:
-        st.subheader("Transcript")
-        lines = rolling_transcript(transcript)
-        st.code("\n".join(lines) if lines else "(no speech yet)", language=None, wrap_lines=True)
-    with right:
-        st.subheader("Alerts")
-        if alerts:
-            st.dataframe(alerts_frame(alerts), hide_index=True, width="stretch")
-        else:
-            st.write("no alerts")
-
-
-if state.live is not None:
-    @st.fragment(run_every=1.0)
-    def live_view() -> None:
-        pipeline, job_id, live = state.live
-        live.update(pipeline.feed(live.seq))
-        prog = pipeline.progress()
-        st.caption(f"live: {pipeline.spec.name} at {fmt_time(live.time)}")
-        show_panels(live.events, live.transcript, live.alerts, live.time, prog["stats"], live)
-        if pipeline.done():
-            st.warning("the stream ended; press Stop to save it")
-
-    live_view()
-elif state.result is not None:
+streams_panel(manager, store, pictures)
+if state.result is not None:
     result = state.result
     st.caption(f"{result['source']}: {result['duration_s']:.1f} s, {len(result['events'])} events, "
                f"{len(result['transcript'])} transcript lines (job {state.job_id})")
+    job = store.job(state.job_id) if state.job_id else None
+    live_result = job is not None and job["kind"] == backend.LIVE_JOB_KIND  # files have no stream health
     show_panels(result["events"], result["transcript"], result["alerts"], result["duration_s"],
-                result.get("ingest"), None)
-else:
+                result.get("ingest") if live_result else None, None, backend.media_for(store, state.job_id),
+                key=f"timeline_{state.job_id}", moments=result.get("moments"))
+elif not manager.list():
     st.info("Choose a source in the sidebar.")
+
+history_panel(store)
 
 # -- query box -------------------------------------------------------------------------------------------------
 st.subheader("Search moments")
@@ -165,7 +160,10 @@ if query.strip():
         st.write("no moments found")
     else:
         st.dataframe(moments_frame(hits["moments"]), hide_index=True, width="stretch")
-        choice = st.selectbox("Play moment", range(len(hits["moments"])), key="moment",
+        # keyed by the hits themselves: a new query or a new result starts again at the best moment
+        shown = "|".join(f"{m.get('job_id')}@{m['start']}" for m in hits["moments"])
+        choice = st.selectbox("Play moment", range(len(hits["moments"])),
+                              key=f"moment_{hashlib.sha1(shown.encode()).hexdigest()[:12]}",
                               format_func=lambda i: f"{hits['moments'][i]['source']} at "
                                                     f"{fmt_time(hits['moments'][i]['start'])}")
         moment = hits["moments"][choice]

@@ -3,48 +3,9 @@ so the shaping is testable on its own)."""
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 
-MODALITY_ORDER = ["audio", "visual", "audio-visual"]
-MODALITY_COLORS = ["#1f77b4", "#2ca02c", "#d62728"]
-
-
-def events_frame(events: list[dict]) -> pd.DataFrame:
-    """One row per event with its modality lane and a `track` so overlapping events in a lane stack."""
-    cols = ["label", "modality", "start", "end", "confidence"]
-    df = pd.DataFrame([{c: e.get(c) for c in cols} for e in events], columns=cols)
-    df = df.astype({"label": "string", "start": float, "end": float, "confidence": float})
-    df = df.sort_values(["start", "end", "label"]).reset_index(drop=True)
-    tracks: list[int] = []
-    ends: dict[str, list[float]] = {}  # per modality: where each track is free again
-    for mod, start, end in zip(df["modality"], df["start"], df["end"], strict=True):
-        lane = ends.setdefault(mod, [])
-        k = next((i for i, free in enumerate(lane) if free <= start), len(lane))
-        lane[k:k + 1] = [end]
-        tracks.append(k)
-    df["track"] = tracks
-    df["modality"] = pd.Categorical(df["modality"], categories=MODALITY_ORDER)
-    return df
-
-
-def timeline_chart(events: list[dict], duration_s: float | None = None) -> alt.Chart:
-    """Gantt-style bars of events, one lane per modality (audio, visual, audio-visual), labelled; events that
-    overlap in time stack inside their lane."""
-    df = events_frame(events)
-    end = max([duration_s or 0.0, *(df["end"].tolist() if len(df) else [1.0])])
-    x = alt.X("start:Q", title="time (s)", scale=alt.Scale(domain=[0, end]))
-    y = alt.Y("modality:N", title=None, sort=MODALITY_ORDER, scale=alt.Scale(domain=MODALITY_ORDER, paddingInner=0.1),
-              axis=alt.Axis(labelFontSize=12, labelOverlap=False))
-    y_offset = alt.YOffset("track:O", title=None)
-    color = alt.Color("modality:N", scale=alt.Scale(domain=MODALITY_ORDER, range=MODALITY_COLORS), legend=None)
-    bars = alt.Chart(df).mark_bar(opacity=0.55, cornerRadius=2).encode(
-        x=x, x2="end:Q", y=y, yOffset=y_offset, color=color,
-        tooltip=["label", "modality", "start", "end", alt.Tooltip("confidence:Q", format=".2f")])
-    labels = alt.Chart(df).mark_text(align="left", baseline="middle", dx=3, fontSize=10, color="black").encode(
-        x="start:Q", y=y, yOffset=y_offset, text="label:N")
-    lane_height = 30 * max(1, int(df["track"].max()) + 1 if len(df) else 1)
-    return (bars + labels).properties(height=len(MODALITY_ORDER) * lane_height, title="Events by modality")
+from ui.timeline import human_label, mmss
 
 
 def rolling_transcript(transcript: list[dict], last_n: int = 12) -> list[str]:
@@ -52,9 +13,22 @@ def rolling_transcript(transcript: list[dict], last_n: int = 12) -> list[str]:
     return [f"[{fmt_time(t['start'])}] {t['text']}" for t in sorted(transcript, key=lambda t: t["start"])[-last_n:]]
 
 
-def alerts_frame(alerts: list[dict]) -> pd.DataFrame:
-    cols = ["time", "severity", "rule", "reason", "lead_time_s"]
-    return pd.DataFrame([{c: a.get(c) for c in cols} for a in sorted(alerts, key=lambda a: a["time"])], columns=cols)
+def alert_lines(alerts: list[dict]) -> list[str]:
+    """Each alert as one Markdown line, in time order: mm:ss, severity, rule, the full reason, the lead time and
+    the evidence (nothing cut off, unlike a table cell)."""
+    lines = []
+    for a in sorted(alerts, key=lambda a: a["time"]):
+        lead = f" (lead time {a['lead_time_s']:.0f} s)" if a.get("lead_time_s") is not None else ""
+        evidence = "; ".join(str(e) for e in a.get("evidence") or [])
+        lines.append(f"**{fmt_time(a['time'])}** · {a.get('severity', '?')} · {a.get('rule', '')}: "
+                     f"{a.get('reason', '')}{lead}" + (f"  \n_evidence: {evidence}_" if evidence else ""))
+    return lines
+
+
+def answer_lines(moments: list[dict]) -> list[str]:
+    """Answers to questions, or watches that fired, as Markdown lines: the query, mm:ss-mm:ss and the score."""
+    return [f"**{m.get('query', '?')}**: {fmt_time(m['start'])}-{fmt_time(m['end'])} (score {m['score']:.2f})"
+            for m in sorted(moments, key=lambda m: (m.get("query", ""), m["start"]))]
 
 
 def moments_frame(moments: list[dict]) -> pd.DataFrame:
@@ -64,9 +38,15 @@ def moments_frame(moments: list[dict]) -> pd.DataFrame:
         w = m.get("modality_weights", {})
         rows.append({"source": m.get("source"), "start": m["start"], "end": m["end"], "score": m["score"],
                      "visual": w.get("visual", 0.0), "audio": w.get("audio", 0.0), "speech": w.get("speech", 0.0),
-                     "matched": m.get("text"), "method": m.get("method")})
+                     "matched": _readable(m.get("text")), "method": m.get("method")})
     return pd.DataFrame(rows, columns=["source", "start", "end", "score", "visual", "audio", "speech", "matched",
                                        "method"])
+
+
+def _readable(text: str | None) -> str | None:
+    """An event label as a person writes it ("Telephone_bell_ringing" -> "Telephone bell ringing"); other
+    text as it is."""
+    return human_label(text) if text and "_" in text and " " not in text else text
 
 
 def detections_text(tags: dict[str, float], visual: dict | None, top: int = 8) -> str:
@@ -83,8 +63,8 @@ def detections_text(tags: dict[str, float], visual: dict | None, top: int = 8) -
 
 
 def fmt_time(seconds: float) -> str:
-    seconds = max(0.0, float(seconds))
-    return f"{int(seconds // 60):02d}:{seconds % 60:04.1f}"
+    """mm:ss (h:mm:ss past an hour), as on the timeline."""
+    return mmss(seconds)
 
 
 class LiveState:
@@ -95,6 +75,7 @@ class LiveState:
         self.events: list[dict] = []
         self.transcript: list[dict] = []
         self.alerts: list[dict] = []
+        self.moments: list[dict] = []  # standing queries (watches) that fired
         self.tags: dict[str, float] = {}
         self.visual: dict | None = None  # the latest second's detections (objects, persons, faces, pose)
         self.time = 0.0
@@ -110,10 +91,11 @@ class LiveState:
             self.events.extend(item.get("events") or [])
             self.transcript.extend(item.get("transcript") or [])
             self.alerts.extend(item.get("alerts") or [])
+            self.moments.extend(item.get("moments") or [])
             self.tags = dict(item.get("tags") or {})
             self.visual = item.get("visual")
             self.time = float(item.get("time") or self.time)
-        for name in ("events", "transcript", "alerts"):
+        for name in ("events", "transcript", "alerts", "moments"):
             rows = getattr(self, name)
             if len(rows) > self.max_items:
                 del rows[: len(rows) - self.max_items]

@@ -20,6 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--db", default="foresight.db", help="SQLite store shared with `foresight serve` (default ./foresight.db)")
     p.add_argument("--max-upload-mb", type=int, default=512, help="largest file the upload widget takes")
+    p.add_argument("--max-streams", type=int, default=2,
+                   help="live sources that may run at once (each holds several GB of models)")
     p.add_argument("--config", metavar="FILE", help="TOML file of defaults for these flags (keys: long flag names); "
                    "also $FORESIGHT_CONFIG")
     return p
@@ -29,7 +31,8 @@ def streamlit_command(args: argparse.Namespace) -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
             "--server.address", args.host, "--server.port", str(args.port),
             "--server.maxUploadSize", str(args.max_upload_mb), "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none", "--global.developmentMode", "false"]
+            "--server.fileWatcherType", "none", "--global.developmentMode", "false",
+            "--client.toolbarMode", "minimal"]
 
 
 def dashboard_main(argv: list[str]) -> int:
@@ -49,7 +52,10 @@ def dashboard_main(argv: list[str]) -> int:
     if not 0 < args.port < 65536:
         print("foresight dashboard: error: --port must be in 1..65535", file=sys.stderr)
         return EXIT_BAD_INPUT
-    env = {**os.environ, "FORESIGHT_DB": str(db),
+    if args.max_streams < 1:
+        print("foresight dashboard: error: --max-streams must be 1 or more", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    env = {**os.environ, "FORESIGHT_DB": str(db), "FORESIGHT_MAX_STREAMS": str(args.max_streams),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     try:
         return subprocess.call(streamlit_command(args), cwd=ROOT, env=env)

@@ -1,5 +1,5 @@
 """Live sources added and removed at run time, each a `Pipeline` of Ray actors with its own job row
-(`StreamManager` for the REST API; the dashboard starts and stops one with `start_live` / `stop_live`).
+(`StreamManager`, one per process: the REST API's, and the dashboard's shared by all its tabs).
 
 A watcher thread per stream waits for the pipeline to end (stopped, or failed for good), saves the final
 result and keeps the sink's last feed so a subscriber that is still connected receives every item.
@@ -46,33 +46,6 @@ def start_pipeline(store: Store, source: str, options: AnalyzeOptions, job_id: s
         raise
 
 
-def start_live(store: Store, source: str, rtsp_transport: str = "tcp",
-               options: AnalyzeOptions | None = None) -> tuple[Pipeline, str]:
-    """The dashboard's live view: start a pipeline on a URL or device; returns it and its job id."""
-    from pipelines.spine.runtime import ensure_ray_in_keeper_thread
-
-    options = options or AnalyzeOptions()
-    options.rtsp_transport = rtsp_transport
-    spec = live_spec(source, rtsp_transport, "live view takes a URL (rtsp://, http(s)://) or a /dev/videoN device")
-    ensure_ray_in_keeper_thread()
-    job_id = store.create_job("dashboard-live", spec.name)
-    return start_pipeline(store, source, options, job_id), job_id
-
-
-def stop_live(store: Store, pipeline: Pipeline, job_id: str) -> dict | None:
-    """Stop a live pipeline and save its result; returns the result (None if the stream had failed)."""
-    pipeline.stop()
-    try:
-        result = pipeline.wait()
-        store.save_result(job_id, result)
-        return result
-    except Exception as exc:
-        store.update_job(job_id, status="failed", error=str(exc))
-        return None
-    finally:
-        pipeline.close()
-
-
 class TooManyStreams(Exception):
     """`max_streams` live sources are running already."""
 
@@ -90,6 +63,7 @@ class LiveStream:
     final_stats: dict | None = None
     watcher: threading.Thread | None = None
     stopping: bool = False
+    options: AnalyzeOptions | None = None  # what it runs with (its watches, thresholds), for lists such as the UI's
 
     @property
     def terminal(self) -> bool:
@@ -100,8 +74,9 @@ class StreamManager:
     """Registry of live streams; all calls are thread-safe."""
 
     def __init__(self, store: Store, db_path: str, options: AnalyzeOptions, max_streams: int,
-                 policy: SourcePolicy | None = None):
+                 policy: SourcePolicy | None = None, job_kind: str = "stream"):
         self.store = store
+        self.job_kind = job_kind  # the dashboard's streams are "dashboard-live", the API's "stream"
         self.policy = policy
         self.db_path = db_path
         self.options = options
@@ -110,11 +85,11 @@ class StreamManager:
         self._lock = threading.Lock()
         # A stream that ran when a previous server died (even `kill -9`) cannot come back on its own (its
         # source is stored redacted): it ends with a reason instead of staying "running" forever.
-        for job_id in store.unfinished_job_ids("stream"):
+        for job_id in store.unfinished_job_ids(job_kind):
             store.update_job(job_id, status="failed",
                              error="interrupted: the server stopped while the stream ran; add it again")
 
-    def add(self, source: str, rtsp_transport: str | None = None) -> LiveStream:
+    def add(self, source: str, rtsp_transport: str | None = None, options: AnalyzeOptions | None = None) -> LiveStream:
         """Accept a live URL or device and connect in the background (the stream starts as "starting").
 
         With a `policy` (API callers), the source must pass it: SourceRefused (one generic message) for local
@@ -122,7 +97,7 @@ class StreamManager:
         again on every redirect and playlist hop in the background. BadInput for a source that does not parse.
         Refused sources leave no rows in the store; rows are written once the source passed every check.
         """
-        options = AnalyzeOptions(**{**self.options.__dict__})
+        options = AnalyzeOptions(**{**(options or self.options).__dict__})  # per stream, else the manager's
         if rtsp_transport is not None:
             options.rtsp_transport = rtsp_transport
         if self.policy is not None:
@@ -133,7 +108,7 @@ class StreamManager:
             if sum(not s.terminal for s in self.streams.values()) >= self.max_streams:
                 raise TooManyStreams(f"{self.max_streams} streams are running already")
             sid = uuid.uuid4().hex[:12]
-            stream = LiveStream(sid, spec.name, job_id=f"stream-{sid}", created_at=time.time())
+            stream = LiveStream(sid, spec.name, job_id=f"stream-{sid}", created_at=time.time(), options=options)
             self.streams[sid] = stream
         stream.watcher = threading.Thread(target=self._run, args=(stream, source, spec, options),
                                           name=f"stream-{sid}", daemon=True)
@@ -148,7 +123,7 @@ class StreamManager:
             if stream.stopping:
                 raise SourceRefused("stopped before it started")
             self.store.add_source(redact_url(spec.uri), spec.kind.value, source_id=stream.id)
-            self.store.create_job("stream", spec.name, job_id=stream.job_id)
+            self.store.create_job(self.job_kind, spec.name, job_id=stream.job_id)
             stream.pipeline = start_pipeline(self.store, source, options, stream.job_id, source_id=stream.id,
                                              public_error=GENERIC_REFUSAL if self.policy is not None else None)
         except BaseException as exc:

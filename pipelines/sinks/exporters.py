@@ -1,7 +1,9 @@
-"""Writers for batch outputs: per-file JSON and WebVTT, a JSONL of all results, and a summary table."""
+"""Writers for batch outputs and downloads: per-file JSON, WebVTT and CSV, a JSONL of all results, and a summary table."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -54,3 +56,19 @@ def summary_table(rows: list[dict]) -> str:
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     out += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
     return "\n".join(out) + "\n"
+
+
+def to_csv(result: dict) -> str:
+    """Events, transcript lines and alerts of one result as CSV rows `kind,start,end,label,modality,score`, in
+    time order (spreadsheets and log tools read it as it is)."""
+    rows = [("event", e["start"], e["end"], e["label"], e.get("modality", ""), e.get("confidence", ""))
+            for e in result.get("events", [])]
+    rows += [("speech", t["start"], t["end"], t["text"], "speech", "") for t in result.get("transcript", [])]
+    rows += [("alert", a["time"], a["time"], f"{a.get('rule', '')}: {a.get('reason', '')}", a.get("severity", ""),
+              a.get("lead_time_s") if a.get("lead_time_s") is not None else "")
+             for a in result.get("alerts", [])]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["kind", "start", "end", "label", "modality", "score"])
+    writer.writerows(sorted(rows, key=lambda r: (float(r[1]), r[0])))
+    return out.getvalue()

@@ -132,6 +132,13 @@ class Store:
             return [r[0] for r in self.db.execute(
                 "SELECT id FROM jobs WHERE status IN ('queued', 'running') AND kind=?", (kind,))]
 
+    def recent_jobs(self, limit: int = 50) -> list[dict]:
+        """The latest jobs first, without their result JSON (for lists such as the dashboard's history)."""
+        with self._lock:
+            return [dict(r) for r in self.db.execute(
+                "SELECT id, kind, source, status, progress, error, created_at, updated_at FROM jobs "
+                "ORDER BY created_at DESC LIMIT ?", (limit,))]
+
     def count_jobs(self, statuses: Iterable[str]) -> int:
         statuses = list(statuses)
         with self._lock:

@@ -56,8 +56,12 @@ class Chromium:
     def wait_for(self, expression: str, timeout: float = 60, what: str = "") -> None:
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if self.js(expression):
-                return
+            try:
+                if self.js(expression):
+                    return
+            except RuntimeError as exc:  # the page is between documents (a reload): ask the next one
+                if "navigated or closed" not in str(exc) and "context" not in str(exc).lower():
+                    raise
             time.sleep(0.5)
         raise TimeoutError(f"timed out waiting for {what or expression}")
 

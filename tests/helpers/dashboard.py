@@ -1,0 +1,94 @@
+"""`foresight dashboard` on a loopback port and headless Chromium pointed at it, for the browser tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.helpers.cdp import Chromium
+from tests.helpers.cli import ROOT, free_port
+
+
+@contextmanager
+def dashboard_server(db: Path, *flags: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """The dashboard on a free port with store `db`; yields its URL and process (the leader of its own session)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from ui.launch import dashboard_main; "
+                             "sys.exit(dashboard_main(sys.argv[1:]))", "--port", str(port), "--db", str(db), *flags],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if httpx.get(url + "/_stcore/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("the dashboard did not come up")
+        yield url, proc
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+@contextmanager
+def browser(profile: Path, window: tuple[int, int] = (1400, 1800)) -> Iterator[Chromium]:
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.fail("Debian's chromium is required (apt-get install chromium)")
+    b = Chromium(exe, profile, free_port(), window)
+    try:
+        b.call("Page.enable")
+        yield b
+    finally:
+        b.close()
+
+
+def has_text(text: str) -> str:
+    """A JS condition: the page's visible text contains `text`."""
+    return f"(document.body && document.body.innerText.includes({text!r}))"
+
+
+def click(label: str, selector: str = "button") -> str:
+    """A JS expression that clicks the first enabled element matching `selector` whose text is `label`; true if
+    it did (use with `Chromium.wait_for`)."""
+    return (f"(() => {{ const b = [...document.querySelectorAll({selector!r})].find(x => x.innerText.trim() === "
+            f"{label!r} && !x.disabled); if (b) {{ b.click(); return true; }} return false; }})()")
+
+
+def keep_screenshot(shot: Path, name: str, width: int = 900) -> None:
+    """`FORESIGHT_DASHBOARD_DOCS=docs/img pytest ...` keeps the tests' screenshots there for the docs: cut below
+    the last content of the main column, `width` pixels wide, 64 colours (a few tens of kB each)."""
+    target = os.environ.get("FORESIGHT_DASHBOARD_DOCS")
+    if not target:
+        return
+    import numpy as np
+    from PIL import Image
+
+    im = Image.open(shot).convert("RGB")
+    ink = np.flatnonzero((np.asarray(im)[:, 320:] < 240).any(axis=(1, 2)))  # right of the sidebar
+    im = im.crop((0, 0, im.width, min(im.height, int(ink.max()) + 24 if ink.size else im.height)))
+    im = im.resize((width, round(im.height * width / im.width)), Image.LANCZOS)
+    im.quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(Path(target) / name, optimize=True)
+
+
+def check_png(shot: Path, min_bytes: int = 20_000) -> None:
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > min_bytes

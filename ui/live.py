@@ -1,0 +1,113 @@
+"""Live sources in the dashboard: every stream the process runs (they belong to the server's `StreamManager`,
+not to a browser tab), each with Stop, and the live view of the one being watched.
+
+Each tab keeps only what it has read of a stream's feed (`LiveState`, rebuilt from the sink's feed after a
+reload); the streams themselves are found again in the shared manager.
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from app.services.streams import LiveStream, StreamManager
+from pipelines.sinks.store import Store
+from ui.data import LiveState, fmt_time
+from ui.panels import failure, show_panels, state_badge
+from ui.picture import FrameGrabber, draw_boxes
+
+Pictures = dict[str, FrameGrabber]  # stream id -> its picture, process-wide like the streams
+
+
+def _stored_error(store: Store, stream: LiveStream) -> str | None:
+    job = store.job(stream.job_id)
+    return (job or {}).get("error") or stream.error
+
+
+def _stop(manager: StreamManager, store: Store, stream: LiveStream, pictures: Pictures) -> None:
+    """Stop (or dismiss) a stream, then show what it saved."""
+    state = st.session_state
+    grabber = pictures.pop(stream.id, None)
+    if grabber is not None:
+        grabber.close()
+    with st.spinner(f"stopping {stream.source} and saving its result"):
+        manager.remove(stream.id, timeout=120)
+    state.views.pop(stream.id, None)
+    if state.get("viewing") == stream.id:
+        state.viewing = None
+    result = store.result(stream.job_id)
+    if result is not None:
+        state.update(result=result, job_id=stream.job_id, error=None)
+    st.rerun()
+
+
+def stream_row(manager: StreamManager, store: Store, stream: LiveStream, pictures: Pictures) -> None:
+    name, status, mid, view, stop = st.columns([5, 2, 2, 1, 1], vertical_alignment="center")
+    name.markdown(f"**{stream.source}**  \njob `{stream.job_id}`, since "
+                  f"{time.strftime('%H:%M:%S', time.localtime(stream.created_at))}")
+    with status:
+        state_badge(stream.status)
+    if stream.status == "running" and st.session_state.get("viewing") != stream.id:
+        if view.button("View", key=f"view_{stream.id}"):
+            st.session_state.viewing = stream.id
+            st.rerun()
+    label = "Dismiss" if stream.terminal else "Stop"
+    if stop.button(label, key=f"stop_{stream.id}", type="secondary" if stream.terminal else "primary"):
+        _stop(manager, store, stream, pictures)
+    watches = stream.options.grounding.standing if stream.options is not None else []
+    if watches:
+        st.caption("watching for: " + "; ".join(watches))
+    if stream.status == "failed":
+        failure(_stored_error(store, stream), f"{stream.source} failed")
+
+
+def picture(grabber: FrameGrabber | None, live: LiveState) -> None:
+    """The latest frame with the boxes of the latest analysed second, or why there is none."""
+    if grabber is None:
+        return
+    if grabber.frame is None:
+        st.caption(f"no picture yet{': ' + grabber.error if grabber.error else ''}")
+        return
+    st.image(draw_boxes(grabber.frame, live.visual), width=640,
+             caption=f"boxes from the analysis of {fmt_time(live.time)}")
+
+
+def live_view(manager: StreamManager, stream: LiveStream, pictures: Pictures) -> None:
+    views = st.session_state.views
+    live = views.setdefault(stream.id, LiveState())
+    live.update(manager.feed(stream, live.seq))
+    health = manager.health(stream)["stats"]
+    st.caption(f"watching {stream.source} at {fmt_time(live.time)}")
+    picture(pictures.get(stream.id), live)
+    show_panels(live.events, live.transcript, live.alerts, live.time, health, live)
+
+
+def streams_panel(manager: StreamManager, store: Store, pictures: Pictures) -> None:
+    """The list of streams and the watched one's live view; refreshes every second while one is not finished."""
+    state = st.session_state
+    state.setdefault("views", {})
+    state.setdefault("viewing", None)
+    active = any(not s.terminal for s in manager.list())
+
+    @st.fragment(run_every=1.0 if active else None)
+    def panel() -> None:
+        streams = manager.list()
+        if not streams:
+            return
+        if any(not s.terminal for s in streams) != active:
+            st.rerun()  # a stream started or finished: refresh the whole page (and whether this fragment ticks)
+        st.subheader("Streams")
+        running = [s for s in streams if s.status == "running"]
+        if state.viewing not in {s.id for s in running}:
+            state.viewing = running[0].id if running else None
+        for stream in streams:
+            stream_row(manager, store, stream, pictures)
+            grabber = pictures.pop(stream.id, None) if stream.terminal else None
+            if grabber is not None:  # other tabs may get here at the same time
+                grabber.close()
+        watched = manager.get(state.viewing) if state.viewing else None
+        if watched is not None and watched.pipeline is not None:
+            live_view(manager, watched, pictures)
+
+    panel()

@@ -1,0 +1,88 @@
+"""The dashboard's result panels, shared by the live view and finished jobs: health, "now", timeline,
+transcript and alerts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from ui.data import LiveState, alert_lines, answer_lines, detections_text, rolling_transcript
+from ui.hints import failure_hint
+from ui.timeline import PICK, mmss, timeline_chart
+
+STATE_COLORS = {"starting": "blue", "connecting": "blue", "running": "green", "live": "green",
+                "reconnecting": "orange", "stopped": "gray", "ended": "gray", "done": "gray", "failed": "red",
+                "queued": "blue", "unknown": "gray"}
+
+
+def state_badge(name: str) -> None:
+    """A coloured badge for a stream or job state."""
+    st.badge(name, color=STATE_COLORS.get(name, "gray"))
+
+
+def failure(reason: str | None, what: str = "failed") -> None:
+    """The reason a source failed, in words, and what to try."""
+    st.error(f"{what}: {reason or 'no reason was recorded'}")
+    hint = failure_hint(reason)
+    if hint:
+        st.info(f"Try this: {hint}")
+
+
+def health_panel(health: dict) -> None:
+    """Stream health as a coloured state, one line of counters and the last error with a hint."""
+    st.subheader("Stream health")
+    state_badge(health.get("health", "unknown"))
+    st.caption(f"segments {health.get('segments_emitted', 0)} · frames dropped {health.get('frames_dropped', 0)} · "
+               f"reconnects {health.get('reconnects', 0)} · lost {health.get('lost_seconds', 0):g} s")
+    if health.get("failure"):
+        failure(health["failure"])
+    elif health.get("last_error") and health.get("health") in ("connecting", "reconnecting"):
+        st.warning(f"last error: {health['last_error']}")
+        hint = failure_hint(health["last_error"])
+        if hint:
+            st.caption(f"Try this: {hint}")
+
+
+def timeline_panel(events: list[dict], duration: float | None, media: Path | None = None,
+                   key: str | None = None) -> None:
+    """The timeline; with a playable `media` file, a click on an event plays it from that second."""
+    st.subheader("Timeline")
+    chart = timeline_chart(events, duration, selectable=media is not None)
+    if media is None:
+        st.altair_chart(chart, width="stretch")
+        return
+    picked = st.altair_chart(chart, width="stretch", on_select="rerun", selection_mode=PICK, key=key)
+    hits = (picked.selection.get(PICK) or []) if picked else []
+    if not hits or hits[0].get("start") is None:
+        st.caption("click an event to play it")
+        return
+    hit = hits[0]
+    st.caption(f"playing {hit['name']} from {mmss(hit['start'])}")
+    st.video(str(media), start_time=int(hit["start"]))
+
+
+def show_panels(events: list[dict], transcript: list[dict], alerts: list[dict], duration: float | None,
+                health: dict | None, live: LiveState | None, media: Path | None = None,
+                key: str | None = None, moments: list[dict] | None = None) -> None:
+    if health is not None:
+        health_panel(health)
+    if live is not None:
+        st.subheader("Now")
+        stale = (health or {}).get("health") in ("connecting", "reconnecting")
+        st.write("(no picture: the source is reconnecting)" if stale else detections_text(live.tags, live.visual))
+    timeline_panel(events, duration, media, key)
+    answers = live.moments if live is not None else (moments or [])
+    if answers:
+        st.subheader("Watches that fired" if live is not None else "Answers")
+        for line in answer_lines(answers):
+            st.markdown(line)
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Transcript")
+        lines = rolling_transcript(transcript)
+        st.code("\n".join(lines) if lines else "(no speech yet)", language=None, wrap_lines=True)
+    with right:
+        st.subheader("Alerts")
+        for line in alert_lines(alerts) or ["no alerts"]:
+            st.markdown(line)
