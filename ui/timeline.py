@@ -36,10 +36,12 @@ def mmss(seconds: float) -> str:
 
 
 def timeline_frame(events: list[dict], span: float) -> pd.DataFrame:
-    """One row per event (`name`, `lane`, `start`, `end`, `shown_end` at least 1/150 of the span so short events
-    stay visible, `when` as mm:ss), and a placeholder row for each lane without events."""
+    """One row per event (`name`, the event's readable name, `lane`, `start`, `end`, `shown_end` at least 1/150
+    of the span so short events stay visible, `when` as mm:ss, `by`: PreFM or the tagger), and a placeholder
+    row for each lane without events."""
     min_w = max(span, 1.0) / 150
-    rows = [{"name": human_label(e.get("label", "?")), "lane": e.get("modality") or "audio",
+    rows = [{"name": e.get("name") or human_label(e.get("label", "?")), "lane": e.get("modality") or "audio",
+             "by": {"prefm": "PreFM", "tags": "tagger"}.get(e.get("source") or "", ""),
              "start": float(e["start"]), "end": float(e["end"]),
              "shown_end": max(float(e["end"]), float(e["start"]) + min_w),
              "when": f"{mmss(e['start'])}-{mmss(e['end'])}", "confidence": float(e.get("confidence") or 0.0)}
@@ -47,8 +49,8 @@ def timeline_frame(events: list[dict], span: float) -> pd.DataFrame:
     for lane in MODALITY_ORDER:
         if not any(r["lane"] == lane for r in rows):
             rows.append({"name": NO_EVENTS, "lane": lane, "start": None, "end": None, "shown_end": None,
-                         "when": "", "confidence": None})
-    return pd.DataFrame(rows, columns=["name", "lane", "start", "end", "shown_end", "when", "confidence"])
+                         "when": "", "confidence": None, "by": ""})
+    return pd.DataFrame(rows, columns=["name", "lane", "start", "end", "shown_end", "when", "confidence", "by"])
 
 
 def timeline_chart(events: list[dict], duration_s: float | None = None, selectable: bool = True) -> alt.VConcatChart:
@@ -69,7 +71,7 @@ def timeline_chart(events: list[dict], duration_s: float | None = None, selectab
             y=alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=220, labelFontSize=12)),
             opacity=alt.value(0.8),
             tooltip=[alt.Tooltip("name:N", title="event"), alt.Tooltip("when:N", title="time"),
-                     alt.Tooltip("confidence:Q", format=".2f")],
+                     alt.Tooltip("confidence:Q", format=".2f"), alt.Tooltip("by:N", title="found by")],
         ).properties(height=alt.Step(ROW_PX))
         lanes.append(chart)
     out = alt.vconcat(*lanes, spacing=14).resolve_scale(x="shared")
