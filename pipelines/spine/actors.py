@@ -1,9 +1,16 @@
-"""The stage graph on Ray: one generic `StageActor` per node, a `SinkActor`, and the `IngestActor` that reads
-the source and chains the others.
+"""The stage graph on Ray: one `StageHost` per graph node shared by every stream of the driver, and per stream
+a `SinkActor` and the `IngestActor` that reads the source and chains the others.
+
+A host keeps one stage object per stream (VAD spans, PreFM ring buffer, pose tracks, grounding watches, safety
+log), created on the stream's first call and freed by `close(stream)`; the models inside come from one
+process-wide cache (`models/shared.py`), so a second stream costs its state, not another torch and another
+set of weights. Calls carry the stream's stage config, so a host that restarted after a crash rebuilds the
+stage on the next call (what the dead process held for that stream is lost; the stream goes on).
 
 The ingest actor passes ObjectRefs from one actor call into the next, so segment data moves between actor
-processes without a round trip through the driver. Stage actors restart after a crash (`max_restarts`) and
-their in-flight calls are retried, so the stream goes on.
+processes without a round trip through the driver. A host runs one call at a time, and Ray runs the calls of
+one caller (a stream's ingest actor) in the order they were made, so each stream's stages see its seconds in
+order. Hosts restart after a crash (`max_restarts`) and their in-flight calls are retried.
 """
 
 from __future__ import annotations
@@ -22,33 +29,81 @@ from pipelines.stages.config import limit_threads
 from pipelines.stages.record import Second
 
 STAGE_OPTIONS = dict(max_restarts=3, max_task_retries=3, num_cpus=0.25)
+HOST_PREFIX = "foresight-stage-"
+
+
+class StreamClosed(RuntimeError):
+    """A call for a stream that `close` already freed (a call still queued when its pipeline ended)."""
 
 
 @ray.remote(**STAGE_OPTIONS)
-class StageActor:
-    """One node of the stage graph in its own process (one intra-op thread)."""
+class StageHost:
+    """One node of the stage graph for many streams, in its own process (one intra-op thread)."""
 
-    def __init__(self, node: graph.Node, config):
+    def __init__(self, node: graph.Node):
         limit_threads(1)
-        self.name = node.name
-        self.stage = graph.build_stage(node, config)
-        self.clock = graph.StageClock()
+        self.node = node
+        self.stages: dict[str, object] = {}
+        self.clocks: dict[str, graph.StageClock] = {}
+        self.closed: deque[str] = deque(maxlen=4096)  # recently closed streams: late calls must not revive them
 
     def ready(self) -> bool:
         return True
 
-    def process(self, *args):
-        return self.clock.call(self.name, self.stage, "process", list(args))
+    def _stage(self, stream: str, config):
+        stage = self.stages.get(stream)
+        if stage is None:
+            if stream in self.closed:
+                raise StreamClosed(f"stream {stream} was closed")
+            stage = self.stages[stream] = graph.build_stage(self.node, config)
+            self.clocks[stream] = graph.StageClock()
+        return stage
 
-    def finish(self, *args):
-        return self.clock.call(self.name, self.stage, "finish", list(args))
+    def open(self, stream: str, config) -> bool:
+        """Build the stream's stage now (its models load here), so a start-up failure is seen at start."""
+        self._stage(stream, config)
+        return True
 
-    def timings(self) -> dict:
-        """Seconds in this stage's calls and in its parts (an actor restart starts them afresh)."""
-        return {"busy_s": self.clock.busy.get(self.name, 0.0), "parts": graph.stage_parts(self.stage)}
+    def process(self, stream: str, config, *args):
+        stage = self._stage(stream, config)
+        return self.clocks[stream].call(self.node.name, stage, "process", list(args))
+
+    def finish(self, stream: str, config, *args):
+        stage = self._stage(stream, config)
+        return self.clocks[stream].call(self.node.name, stage, "finish", list(args))
+
+    def timings(self, stream: str) -> dict:
+        """Seconds in this stream's calls and in its stage's parts (a host restart starts them afresh)."""
+        stage, clock = self.stages.get(stream), self.clocks.get(stream)
+        if stage is None or clock is None:
+            return {"busy_s": 0.0, "parts": {}}
+        return {"busy_s": clock.busy.get(self.node.name, 0.0), "parts": graph.stage_parts(stage)}
+
+    def close(self, stream: str) -> bool:
+        """Free the stream's state; True if it held any. Models and the other streams are untouched."""
+        self.closed.append(stream)
+        self.clocks.pop(stream, None)
+        stage = self.stages.pop(stream, None)
+        if stage is not None and hasattr(stage, "close"):
+            stage.close()
+        return stage is not None
+
+    def streams(self) -> list[str]:
+        """The streams whose state this host holds."""
+        return list(self.stages)
 
     def pid(self) -> int:
         return os.getpid()
+
+
+def stage_hosts(nodes: list[graph.Node]) -> dict:
+    """The shared host of each node (node name -> handle), started by the first pipeline that needs it.
+
+    Hosts are named actors owned by the driver: every pipeline it starts finds the same ones, and they end
+    with it. A host that is gone for good (restarts spent) is replaced on the next call.
+    """
+    return {node.name: StageHost.options(name=HOST_PREFIX + node.name, get_if_exists=True).remote(node)
+            for node in nodes}
 
 
 @ray.remote(max_restarts=3, max_task_retries=3, num_cpus=0.1, max_concurrency=4)
@@ -70,8 +125,7 @@ class IngestActor:
     def __init__(self, spec: SourceSpec, source_id: str, sample_fps: float = 2.0, max_side: int = 640,
                  duration_s: float | None = None, policy: ReconnectPolicy | None = None, watchdog_s: float = 5.0,
                  open_timeout_s: float = 10.0, budget=None):
-        limit_threads(1)
-        self.budget = None
+        self.budget = None  # (no torch here: this actor decodes and dispatches, and stays small)
         if budget is not None:  # opt-in latency budget (spine/budget.py): picks tier and frame rate per second
             from pipelines.spine.budget import BudgetHook
 
@@ -95,11 +149,13 @@ class IngestActor:
         info = self.reader.wait_info(timeout)
         return None if info is None else info.__dict__
 
-    def run(self, nodes: list[graph.Node], actors: dict, sink, max_inflight: int = 4) -> dict:
-        """Submit every second through the graph's actors (`actors`: node name -> handle) into `sink`."""
+    def run(self, nodes: list[graph.Node], hosts: dict, sink, stream: str, configs: dict,
+            max_inflight: int = 4) -> dict:
+        """Submit every second through the graph's hosts (node name -> handle) as `stream`, each node with its
+        stage config (`configs`: node name -> config), into `sink`."""
 
         def call(node: graph.Node, method: str, args: list):
-            return getattr(actors[node.name], method).remote(*args)
+            return getattr(hosts[node.name], method).remote(stream, configs[node.name], *args)
 
         self.reader.start()
         inflight: deque = deque()
