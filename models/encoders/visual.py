@@ -313,8 +313,7 @@ class VisualAnalyzer:
         from models.shared import shared
 
         self.config = c = config or VisualConfig()
-        # YOLO and faces (IMAGE mode) keep nothing between frames: one per process. Pose runs in VIDEO mode
-        # and tracks across frames, so each analyzer (one per stream) has its own.
+        # YOLO and faces (IMAGE mode) are stateless, one per process; pose (VIDEO mode) tracks: one per stream.
         self.detector = shared(("yolo", c.yolo_size, c.yolo_conf, c.yolo_nms),
                                lambda: ObjectDetector(c.yolo_size, c.yolo_conf, c.yolo_nms))
         self.labels = self.detector.labels
