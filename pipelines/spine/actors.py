@@ -106,7 +106,9 @@ def stage_hosts(nodes: list[graph.Node]) -> dict:
             for node in nodes}
 
 
-@ray.remote(max_restarts=3, max_task_retries=3, num_cpus=0.1, max_concurrency=4)
+# A stream's own actors reserve no CPU: the shared stage hosts hold the reservation, so adding a stream is never
+# refused for want of logical CPUs (8 streams on a 2-CPU node); overload shows as dropped seconds instead.
+@ray.remote(max_restarts=3, max_task_retries=3, num_cpus=0, max_concurrency=4)
 class SinkActor(Sink):
     """The sink in its own process, with a feed for live subscribers."""
 
@@ -118,7 +120,7 @@ class SinkActor(Sink):
         return True
 
 
-@ray.remote(max_restarts=0, num_cpus=0.25, max_concurrency=4)
+@ray.remote(max_restarts=0, num_cpus=0, max_concurrency=4)
 class IngestActor:
     """Reads one source and drives the graph; `run` returns the ingest statistics when the stream ends."""
 
