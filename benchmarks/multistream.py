@@ -8,7 +8,8 @@ sampled every 2 s. The last line is JSON:
 - `streams`; `p95_s`: the worst stream's p95 latency (segment complete -> its record in the sink);
 - `dropped_segments`: summed over the N streams (a slow stream drops its own oldest seconds);
 - `rss_gb`: the peak while N streams run; `rss_gb_one_stream`: the peak of the one-stream run before;
-- `rss_growth`: mean resident size over the last third of the N-stream run / over its first third.
+- `rss_growth`: mean resident size over the last third of the N-stream run / over its first third;
+- `p95_s_one_stream`: the p95 latency of the one-stream run.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def main() -> None:
         server.start()
     ensure_ray()
     try:
-        _, _, one = run([servers[0].url], options)
+        alone, alone_latencies, one = run([servers[0].url], options)
         results, latencies, samples = run([s.url for s in servers], options)
     finally:
         for server in servers:
@@ -103,11 +104,15 @@ def main() -> None:
     dropped = [int(r["ingest"]["segments_dropped"]) for r in results]
     for i, (r, p, d) in enumerate(zip(results, p95, dropped, strict=True)):
         print(f"stream {i}: {r['ingest']['segments_emitted']} segments, p95 {p:.3f} s, dropped {d}")
+    p95_one = float(np.percentile(alone_latencies[0], 95)) if alone_latencies[0] else float("nan")
+    print(f"one stream alone: {alone[0]['ingest']['segments_emitted']} segments, p95 {p95_one:.3f} s, "
+          f"dropped {alone[0]['ingest']['segments_dropped']}")
     load = os.getloadavg()[0]
     print(f"{args.streams} streams x {args.seconds:g} s{' (no visual)' if args.no_visual else ''}: "
           f"peak RSS {max(samples):.2f} GB vs {max(one):.2f} GB with one stream; load average {load:.1f}")
     print(json.dumps({"streams": args.streams, "p95_s": round(max(p95), 3), "dropped_segments": sum(dropped),
                       "rss_gb": round(max(samples), 2), "rss_gb_one_stream": round(max(one), 2),
+                      "p95_s_one_stream": round(p95_one, 3),
                       "rss_growth": round(float(np.mean(samples[-third:]) / np.mean(samples[:third])), 3)}))
 
 

@@ -88,16 +88,16 @@ def test_ingest_actor_applies_the_budget_on_the_ray_spine(tmp_path, ray_runtime)
 
     @ray.remote(num_cpus=0)
     class Visual:
-        def process(self, stream, config, seg):
+        def process(self, stream, seq, config, seg):
             return len(seg.frames)
 
     @ray.remote(num_cpus=0)
     class Parser:
-        def process(self, stream, config, record, frames):
+        def process(self, stream, seq, config, record, frames):
             record.n_frames = frames  # what the visual stage was handed after the budget thinned it
             return record
 
-        def finish(self, stream, config):
+        def finish(self, stream, seq, config):
             return Second.closing()
 
     @ray.remote(num_cpus=0)

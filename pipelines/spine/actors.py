@@ -8,9 +8,10 @@ set of weights. Calls carry the stream's stage config, so a host that restarted 
 stage on the next call (what the dead process held for that stream is lost; the stream goes on).
 
 The ingest actor passes ObjectRefs from one actor call into the next, so segment data moves between actor
-processes without a round trip through the driver. A host runs one call at a time, and Ray runs the calls of
-one caller (a stream's ingest actor) in the order they were made, so each stream's stages see its seconds in
-order. Hosts restart after a crash (`max_restarts`) and their in-flight calls are retried.
+processes without a round trip through the driver. A host runs one call at a time, each stream's calls in
+their order, the stream that has had the least of the host's time first (`fair.FairTurns`): a stream whose
+seconds cost more than its share falls behind and drops its own oldest seconds, not the others'. Hosts
+restart after a crash (`max_restarts`) and their in-flight calls are retried.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pipelines.media.ingest import ReconnectPolicy, SegmentReader
 from pipelines.media.sources import SourceSpec
 from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
+from pipelines.spine.fair import FairTurns
 from pipelines.stages.config import limit_threads
 from pipelines.stages.record import Second
 
@@ -36,7 +38,7 @@ class StreamClosed(RuntimeError):
     """A call for a stream that `close` already freed (a call still queued when its pipeline ended)."""
 
 
-@ray.remote(**STAGE_OPTIONS)
+@ray.remote(**STAGE_OPTIONS, max_concurrency=128)  # threads wait for their turn; one call runs at a time
 class StageHost:
     """One node of the stage graph for many streams, in its own process (one intra-op thread)."""
 
@@ -46,6 +48,7 @@ class StageHost:
         self.stages: dict[str, object] = {}
         self.clocks: dict[str, graph.StageClock] = {}
         self.closed: deque[str] = deque(maxlen=4096)  # recently closed streams: late calls must not revive them
+        self.turns = FairTurns()
 
     def ready(self) -> bool:
         return True
@@ -59,18 +62,21 @@ class StageHost:
             self.clocks[stream] = graph.StageClock()
         return stage
 
+    def _call(self, stream: str, config, method: str, args: tuple):
+        stage = self._stage(stream, config)
+        return self.clocks[stream].call(self.node.name, stage, method, list(args))
+
     def open(self, stream: str, config) -> bool:
         """Build the stream's stage now (its models load here), so a start-up failure is seen at start."""
-        self._stage(stream, config)
-        return True
+        return self.turns.run(stream, None, lambda: self._stage(stream, config) is not None)
 
-    def process(self, stream: str, config, *args):
-        stage = self._stage(stream, config)
-        return self.clocks[stream].call(self.node.name, stage, "process", list(args))
+    def process(self, stream: str, seq: int, config, *args):
+        """Second number `seq` of `stream` through its stage."""
+        return self.turns.run(stream, seq, lambda: self._call(stream, config, "process", args))
 
-    def finish(self, stream: str, config, *args):
-        stage = self._stage(stream, config)
-        return self.clocks[stream].call(self.node.name, stage, "finish", list(args))
+    def finish(self, stream: str, seq: int, config, *args):
+        """The end of `stream` (`seq`: one past its last second)."""
+        return self.turns.run(stream, seq, lambda: self._call(stream, config, "finish", args))
 
     def timings(self, stream: str) -> dict:
         """Seconds in this stream's calls and in its stage's parts (a host restart starts them afresh)."""
@@ -81,12 +87,18 @@ class StageHost:
 
     def close(self, stream: str) -> bool:
         """Free the stream's state; True if it held any. Models and the other streams are untouched."""
-        self.closed.append(stream)
-        self.clocks.pop(stream, None)
-        stage = self.stages.pop(stream, None)
-        if stage is not None and hasattr(stage, "close"):
-            stage.close()
-        return stage is not None
+
+        def free() -> bool:
+            self.closed.append(stream)
+            self.clocks.pop(stream, None)
+            stage = self.stages.pop(stream, None)
+            if stage is not None and hasattr(stage, "close"):
+                stage.close()
+            return stage is not None
+
+        held = self.turns.run(stream, None, free)
+        self.turns.forget(stream)
+        return held
 
     def streams(self) -> list[str]:
         """The streams whose state this host holds."""
@@ -156,8 +168,10 @@ class IngestActor:
         """Submit every second through the graph's hosts (node name -> handle) as `stream`, each node with its
         stage config (`configs`: node name -> config), into `sink`."""
 
+        seq = 0  # this stream's second number at the hosts (its finish comes last)
+
         def call(node: graph.Node, method: str, args: list):
-            return getattr(hosts[node.name], method).remote(stream, configs[node.name], *args)
+            return getattr(hosts[node.name], method).remote(stream, seq, configs[node.name], *args)
 
         self.reader.start()
         inflight: deque = deque()
@@ -170,6 +184,7 @@ class IngestActor:
                     seg = self.budget.apply(seg)
                 t0 = time.perf_counter()
                 record = graph.step(nodes, call, ray.put(seg), Second.of(seg))
+                seq += 1
                 inflight.append(sink.write.remote(record))
                 if self.budget is not None:
                     self.budget.track(seg, record.future())
