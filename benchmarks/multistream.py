@@ -30,38 +30,49 @@ from pipelines import AnalyzeOptions, Pipeline, StageConfig  # noqa: E402
 from pipelines.spine.runtime import ensure_ray  # noqa: E402
 from training.media.loopback import RtspServer  # noqa: E402
 
-NOT_PIPELINE = {"ffmpeg", "rtsp-server-perl", "perl"}
+NOT_PIPELINE = {"ffmpeg", "rtsp-server-perl", "rtsp-server-per", "perl"}  # (names are cut at 15 characters)
 
 
-def pipeline_rss() -> float:
-    """GB resident in this driver's Ray processes (its descendants, less the RTSP servers)."""
-    total = 0
+def pipeline_rss() -> tuple[float, dict[str, float]]:
+    """GB resident in this driver's Ray processes (its descendants, less the RTSP servers), and by process kind."""
+    parts: dict[str, float] = {}
     for proc in psutil.Process().children(recursive=True):
         try:
-            if proc.name() not in NOT_PIPELINE:
-                total += proc.memory_info().rss
+            name = proc.name()
+            if name not in NOT_PIPELINE:
+                kind = name.split(".")[0] if name.startswith("ray::") else name
+                parts[kind] = parts.get(kind, 0.0) + proc.memory_info().rss / 1e9
         except psutil.Error:
             pass
-    return total / 1e9
+    return sum(parts.values()), parts
 
 
 class Sampler:
-    """Samples `pipeline_rss()` every `every_s` seconds on a thread until stopped."""
+    """Samples `pipeline_rss()` every `every_s` seconds on a thread until stopped; keeps the peak's breakdown."""
 
     def __init__(self, every_s: float = 2.0):
         self.samples: list[float] = []
+        self.peak: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
         self._thread.start()
 
+    def _sample(self) -> None:
+        total, parts = pipeline_rss()
+        if not self.samples or total > max(self.samples):
+            self.peak = parts
+        self.samples.append(total)
+
     def _run(self, every_s: float) -> None:
         while not self._stop.wait(every_s):
-            self.samples.append(pipeline_rss())
+            self._sample()
 
     def stop(self) -> list[float]:
         self._stop.set()
         self._thread.join()
-        self.samples.append(pipeline_rss())
+        self._sample()
+        print("peak by process kind (GB): " + ", ".join(f"{k} {v:.2f}" for k, v in
+                                                         sorted(self.peak.items(), key=lambda kv: -kv[1])))
         return self.samples
 
 

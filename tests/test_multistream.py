@@ -1,5 +1,5 @@
-"""Many streams on one set of stage hosts: no state leaks between concurrent streams, and removing a stream
-frees its state and nothing else."""
+"""Many streams on one set of stage hosts: no state leaks between concurrent streams, a source that fails
+ends only its own stream, and removing a stream frees its state and nothing else."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import ray
 
+from models.errors import BadInput
 from pipelines import AnalyzeOptions, Pipeline
 from training.media.synth import RATE, ClipSpec, place, sample_image, sound, speak, tone, write_clip
 
@@ -43,10 +44,11 @@ def loopback_clips(tmp_path_factory):
     clip(root / "speech.mp4", "astronaut", speech)
     clip(root / "ring.mp4", "coffee", ring)
     clip(root / "beeps.mp4", None, beeps)
+    (root / "broken.mp4").write_bytes(np.random.default_rng(0).bytes(50_000))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(root)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    yield [f"{base}/{name}.mp4" for name in ("speech", "ring", "beeps")]
+    yield [f"{base}/{name}.mp4" for name in ("speech", "ring", "beeps", "broken")]
     server.shutdown()
 
 
@@ -55,9 +57,14 @@ def comparable(result: dict) -> str:
 
 
 def test_concurrent_streams_equal_each_stream_alone_and_close_frees_only_their_state(loopback_clips, ray_runtime):
+    *urls, broken_url = loopback_clips
     options = AnalyzeOptions()
-    pipes = [Pipeline(url, options) for url in loopback_clips]  # all three at once, on the same hosts
+    pipes = [Pipeline(url, options) for url in urls]  # all three at once, on the same hosts
+    broken = Pipeline(broken_url, options, source_checked=True)  # and a source that fails once it is read
     try:
+        with pytest.raises(BadInput):
+            broken.wait()
+        broken.close()
         hosts = pipes[0].actors
         assert all(p.actors[name] == hosts[name] for p in pipes for name in hosts)
         pids = ray.get([h.pid.remote() for h in hosts.values()])
@@ -69,14 +76,14 @@ def test_concurrent_streams_equal_each_stream_alone_and_close_frees_only_their_s
             held = set(ray.get(host.streams.remote()))
             assert pipes[0].stream not in held and {pipes[1].stream, pipes[2].stream} <= held, name
     finally:
-        for p in pipes:
+        for p in [*pipes, broken]:
             p.close()
     assert ray.get([h.pid.remote() for h in hosts.values()]) == pids  # one process per stage, models loaded once
     for name, host in hosts.items():
-        assert not {p.stream for p in pipes} & set(ray.get(host.streams.remote())), name
+        assert not {p.stream for p in [*pipes, broken]} & set(ray.get(host.streams.remote())), name
 
     alone = []
-    for url in loopback_clips:
+    for url in urls:
         pipe = Pipeline(url, options)
         try:
             alone.append(pipe.wait())

@@ -17,6 +17,7 @@ restart after a crash (`max_restarts`) and their in-flight calls are retried.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import deque
 
@@ -108,14 +109,28 @@ class StageHost:
         return os.getpid()
 
 
+_HELD: dict[str, object] = {}  # the handles that created the hosts: Ray ends an actor once its creator's is gone
+_HELD_LOCK = threading.Lock()
+
+
 def stage_hosts(nodes: list[graph.Node]) -> dict:
     """The shared host of each node (node name -> handle), started by the first pipeline that needs it.
 
-    Hosts are named actors owned by the driver: every pipeline it starts finds the same ones, and they end
-    with it. A host that is gone for good (restarts spent) is replaced on the next call.
+    Hosts are named actors owned by the driver: every pipeline it starts finds the same ones, their models
+    stay loaded between streams, and they end with the driver. A host that is gone for good (restarts spent,
+    or a new Ray session) is replaced.
     """
-    return {node.name: StageHost.options(name=HOST_PREFIX + node.name, get_if_exists=True).remote(node)
-            for node in nodes}
+    with _HELD_LOCK:
+        for node in nodes:
+            name = HOST_PREFIX + node.name
+            try:
+                ray.get_actor(name)
+                if node.name in _HELD:
+                    continue  # keep the creating handle: a handle from get_actor does not keep the actor alive
+            except ValueError:  # none, or dead for good
+                pass
+            _HELD[node.name] = StageHost.options(name=name, get_if_exists=True).remote(node)
+        return {node.name: _HELD[node.name] for node in nodes}
 
 
 # A stream's own actors reserve no CPU: the shared stage hosts hold the reservation, so adding a stream is never
