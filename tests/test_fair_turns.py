@@ -65,6 +65,15 @@ def test_each_streams_calls_run_in_its_order_whatever_order_they_arrive_in():
     assert host.release() == ["b0", "a1", "a2", "a3"]  # b has had no time yet, a has (a0)
 
 
+def test_a_new_streams_first_call_waits_for_seq_0():
+    turns = FairTurns()
+    turns.start("a")
+    host = Host(turns)
+    host.call("a", 1)  # its arguments were ready first
+    host.call("a", 0)
+    assert host.release() == ["a0", "a1"]
+
+
 def test_a_call_that_never_comes_is_given_up():
     turns = FairTurns(gap_s=0.2)
     turns.run("a", 0, lambda: None)

@@ -4,6 +4,7 @@ ends only its own stream, and removing a stream frees its state and nothing else
 from __future__ import annotations
 
 import functools
+import gc
 import http.server
 import json
 import threading
@@ -81,11 +82,15 @@ def test_concurrent_streams_equal_each_stream_alone_and_close_frees_only_their_s
     assert ray.get([h.pid.remote() for h in hosts.values()]) == pids  # one process per stage, models loaded once
     for name, host in hosts.items():
         assert not {p.stream for p in [*pipes, broken]} & set(ray.get(host.streams.remote())), name
+    names = list(hosts)
+    del hosts, pipes, broken  # no pipeline refers to the hosts now: they stay for the next streams all the same
+    gc.collect()
 
     alone = []
     for url in urls:
         pipe = Pipeline(url, options)
         try:
+            assert ray.get([pipe.actors[name].pid.remote() for name in names]) == pids
             alone.append(pipe.wait())
         finally:
             pipe.close()

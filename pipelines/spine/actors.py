@@ -69,6 +69,7 @@ class StageHost:
 
     def open(self, stream: str, config) -> bool:
         """Build the stream's stage now (its models load here), so a start-up failure is seen at start."""
+        self.turns.start(stream)
         return self.turns.run(stream, None, lambda: self._stage(stream, config) is not None)
 
     def process(self, stream: str, seq: int, config, *args):

@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 
 class FairTurns:
-    def __init__(self, gap_s: float = 10.0):
+    def __init__(self, gap_s: float = 30.0):
         self.gap_s = gap_s
         self._cond = threading.Condition()
         self._busy: dict[str, float] = {}  # host seconds each stream has had, on the virtual clock
@@ -79,6 +79,12 @@ class FairTurns:
             if best is None or key < best:
                 best = key
         return None if best is None else best[2]
+
+    def start(self, stream: str) -> None:
+        """A new stream: its calls begin at seq 0 (whichever arrives first). A stream a host never saw start (the
+        host restarted under it) takes its calls as they come."""
+        with self._cond:
+            self._next.setdefault(stream, 0)
 
     def forget(self, stream: str) -> None:
         """Drop what is kept about a stream that ended."""
