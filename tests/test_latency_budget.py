@@ -88,16 +88,16 @@ def test_ingest_actor_applies_the_budget_on_the_ray_spine(tmp_path, ray_runtime)
 
     @ray.remote(num_cpus=0)
     class Visual:
-        def process(self, seg):
+        def process(self, stream, seq, config, seg):
             return len(seg.frames)
 
     @ray.remote(num_cpus=0)
     class Parser:
-        def process(self, record, frames):
+        def process(self, stream, seq, config, record, frames):
             record.n_frames = frames  # what the visual stage was handed after the budget thinned it
             return record
 
-        def finish(self):
+        def finish(self, stream, seq, config):
             return Second.closing()
 
     @ray.remote(num_cpus=0)
@@ -118,8 +118,8 @@ def test_ingest_actor_applies_the_budget_on_the_ray_spine(tmp_path, ray_runtime)
                                                       audio=tone(440, 5.0)))
     ingest = IngestActor.remote(parse_source(str(path)), "clip", 2.0, budget=LatencyBudget(latency_s=0.5))
     sink = Sink.remote()
-    out = ray.get(ingest.run.remote(nodes, {"visual": Visual.remote(), "parser": Parser.remote()}, sink),
-                  timeout=120)
+    out = ray.get(ingest.run.remote(nodes, {"visual": Visual.remote(), "parser": Parser.remote()}, sink, "clip",
+                                    {"visual": None, "parser": None}), timeout=120)
     rows = [r for r in ray.get(sink.seen.remote()) if r.index is not None]
     assert len(rows) == 5 and sum(out["budget"]["decisions"].values()) == 5
     assert all(r.n_frames <= 2 for r in rows) and out["budget"]["observed"] >= 1

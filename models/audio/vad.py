@@ -24,9 +24,15 @@ class SpeechSpan:
 class StreamingVAD:
     def __init__(self, threshold: float = 0.5, min_silence_s: float = 0.4, min_speech_s: float = 0.25,
                  pad_s: float = 0.1):
+        import copy
+
         from silero_vad import load_silero_vad  # imports torch: kept out of module import for a fast CLI
 
-        self.model = load_silero_vad(onnx=True)
+        from models.shared import shared
+
+        # One ONNX session per process; the recurrent state lives in this stream's own copy of the wrapper
+        # (`reset_states` below gives the copy fresh tensors, and calls replace them rather than write into them).
+        self.model = copy.copy(shared("silero-vad", lambda: load_silero_vad(onnx=True)))
         self.threshold = threshold
         self.neg_threshold = max(threshold - 0.15, 0.01)
         self.min_silence_s = min_silence_s

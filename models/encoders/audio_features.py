@@ -74,8 +74,9 @@ class AudioFeatures:
         self.tagger = None
         if self.config.tags:
             from models.audio.tags import YamnetTagger
+            from models.shared import shared
 
-            self.tagger = YamnetTagger(threads=1)
+            self.tagger = shared("yamnet-tagger", lambda: YamnetTagger(threads=1))  # stateless: one per process
         self.vad = None
         if self.config.vad:
             from models.audio.vad import StreamingVAD

@@ -310,11 +310,15 @@ class VisualAnalyzer:
     dim = VISUAL_DIM
 
     def __init__(self, config: VisualConfig | None = None):
-        self.config = config or VisualConfig()
-        self.detector = ObjectDetector(self.config.yolo_size, self.config.yolo_conf, self.config.yolo_nms)
+        from models.shared import shared
+
+        self.config = c = config or VisualConfig()
+        # YOLO and faces (IMAGE mode) are stateless, one per process; pose (VIDEO mode) tracks: one per stream.
+        self.detector = shared(("yolo", c.yolo_size, c.yolo_conf, c.yolo_nms),
+                               lambda: ObjectDetector(c.yolo_size, c.yolo_conf, c.yolo_nms))
         self.labels = self.detector.labels
-        self.pose = PoseTracker(self.config.num_poses) if self.config.pose else None
-        self.faces = FaceCounter(self.config.num_faces) if self.config.faces else None
+        self.pose = PoseTracker(c.num_poses) if c.pose else None
+        self.faces = shared(("faces", c.num_faces), lambda: FaceCounter(c.num_faces)) if c.faces else None
         self.stats = FrameStats(self.config)
         self.prompt = None
         if self.config.prompt:
@@ -391,6 +395,6 @@ class VisualAnalyzer:
     readable = staticmethod(public_fields)
 
     def close(self) -> None:
-        for part in (self.pose, self.faces):
-            if part is not None:
-                part.close()
+        """Close this analyzer's own pose tracker (the shared detector and faces stay for other streams)."""
+        if self.pose is not None:
+            self.pose.close()

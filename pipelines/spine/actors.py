@@ -1,14 +1,23 @@
-"""The stage graph on Ray: one generic `StageActor` per node, a `SinkActor`, and the `IngestActor` that reads
-the source and chains the others.
+"""The stage graph on Ray: one `StageHost` per graph node shared by every stream of the driver, and per stream
+a `SinkActor` and the `IngestActor` that reads the source and chains the others.
+
+A host keeps one stage object per stream (VAD spans, PreFM ring buffer, pose tracks, grounding watches, safety
+log), created on the stream's first call and freed by `close(stream)`; the models inside come from one
+process-wide cache (`models/shared.py`), so a second stream costs its state, not another torch and another
+set of weights. Calls carry the stream's stage config, so a host that restarted after a crash rebuilds the
+stage on the next call (what the dead process held for that stream is lost; the stream goes on).
 
 The ingest actor passes ObjectRefs from one actor call into the next, so segment data moves between actor
-processes without a round trip through the driver. Stage actors restart after a crash (`max_restarts`) and
-their in-flight calls are retried, so the stream goes on.
+processes without a round trip through the driver. A host runs one call at a time, each stream's calls in
+their order, the stream that has had the least of the host's time first (`fair.FairTurns`): a stream whose
+seconds cost more than its share falls behind and drops its own oldest seconds, not the others'. Hosts
+restart after a crash (`max_restarts`) and their in-flight calls are retried.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import deque
 
@@ -18,40 +27,116 @@ from pipelines.media.ingest import ReconnectPolicy, SegmentReader
 from pipelines.media.sources import SourceSpec
 from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
+from pipelines.spine.fair import FairTurns
 from pipelines.stages.config import limit_threads
 from pipelines.stages.record import Second
 
 STAGE_OPTIONS = dict(max_restarts=3, max_task_retries=3, num_cpus=0.25)
+HOST_PREFIX = "foresight-stage-"
 
 
-@ray.remote(**STAGE_OPTIONS)
-class StageActor:
-    """One node of the stage graph in its own process (one intra-op thread)."""
+class StreamClosed(RuntimeError):
+    """A call for a stream that `close` already freed (a call still queued when its pipeline ended)."""
 
-    def __init__(self, node: graph.Node, config):
+
+@ray.remote(**STAGE_OPTIONS, max_concurrency=128)  # threads wait for their turn; one call runs at a time
+class StageHost:
+    """One node of the stage graph for many streams, in its own process (one intra-op thread)."""
+
+    def __init__(self, node: graph.Node):
         limit_threads(1)
-        self.name = node.name
-        self.stage = graph.build_stage(node, config)
-        self.clock = graph.StageClock()
+        self.node = node
+        self.stages: dict[str, object] = {}
+        self.clocks: dict[str, graph.StageClock] = {}
+        self.closed: deque[str] = deque(maxlen=4096)  # recently closed streams: late calls must not revive them
+        self.turns = FairTurns()
 
     def ready(self) -> bool:
         return True
 
-    def process(self, *args):
-        return self.clock.call(self.name, self.stage, "process", list(args))
+    def _stage(self, stream: str, config):
+        stage = self.stages.get(stream)
+        if stage is None:
+            if stream in self.closed:
+                raise StreamClosed(f"stream {stream} was closed")
+            stage = self.stages[stream] = graph.build_stage(self.node, config)
+            self.clocks[stream] = graph.StageClock()
+        return stage
 
-    def finish(self, *args):
-        return self.clock.call(self.name, self.stage, "finish", list(args))
+    def _call(self, stream: str, config, method: str, args: tuple):
+        stage = self._stage(stream, config)
+        return self.clocks[stream].call(self.node.name, stage, method, list(args))
 
-    def timings(self) -> dict:
-        """Seconds in this stage's calls and in its parts (an actor restart starts them afresh)."""
-        return {"busy_s": self.clock.busy.get(self.name, 0.0), "parts": graph.stage_parts(self.stage)}
+    def open(self, stream: str, config) -> bool:
+        """Build the stream's stage now (its models load here), so a start-up failure is seen at start."""
+        self.turns.start(stream)
+        return self.turns.run(stream, None, lambda: self._stage(stream, config) is not None)
+
+    def process(self, stream: str, seq: int, config, *args):
+        """Second number `seq` of `stream` through its stage."""
+        return self.turns.run(stream, seq, lambda: self._call(stream, config, "process", args))
+
+    def finish(self, stream: str, seq: int, config, *args):
+        """The end of `stream` (`seq`: one past its last second)."""
+        return self.turns.run(stream, seq, lambda: self._call(stream, config, "finish", args))
+
+    def timings(self, stream: str) -> dict:
+        """Seconds in this stream's calls and in its stage's parts (a host restart starts them afresh)."""
+        stage, clock = self.stages.get(stream), self.clocks.get(stream)
+        if stage is None or clock is None:
+            return {"busy_s": 0.0, "parts": {}}
+        return {"busy_s": clock.busy.get(self.node.name, 0.0), "parts": graph.stage_parts(stage)}
+
+    def close(self, stream: str) -> bool:
+        """Free the stream's state; True if it held any. Models and the other streams are untouched."""
+
+        def free() -> bool:
+            self.closed.append(stream)
+            self.clocks.pop(stream, None)
+            stage = self.stages.pop(stream, None)
+            if stage is not None and hasattr(stage, "close"):
+                stage.close()
+            return stage is not None
+
+        held = self.turns.run(stream, None, free)
+        self.turns.forget(stream)
+        return held
+
+    def streams(self) -> list[str]:
+        """The streams whose state this host holds."""
+        return list(self.stages)
 
     def pid(self) -> int:
         return os.getpid()
 
 
-@ray.remote(max_restarts=3, max_task_retries=3, num_cpus=0.1, max_concurrency=4)
+_HELD: dict[str, object] = {}  # the handles that created the hosts: Ray ends an actor once its creator's is gone
+_HELD_LOCK = threading.Lock()
+
+
+def stage_hosts(nodes: list[graph.Node]) -> dict:
+    """The shared host of each node (node name -> handle), started by the first pipeline that needs it.
+
+    Hosts are named actors owned by the driver: every pipeline it starts finds the same ones, their models
+    stay loaded between streams, and they end with the driver. A host that is gone for good (restarts spent,
+    or a new Ray session) is replaced.
+    """
+    with _HELD_LOCK:
+        for node in nodes:
+            name = HOST_PREFIX + node.name
+            try:
+                ray.get_actor(name)
+                if node.name in _HELD:
+                    continue  # keep the creating handle: a handle from get_actor does not keep the actor alive
+            except ValueError:  # none, or dead for good
+                pass
+            _HELD[node.name] = StageHost.options(name=name, get_if_exists=True).remote(node)
+        return {node.name: _HELD[node.name] for node in nodes}
+
+
+# A stream's own actors reserve no CPU: the shared stage hosts hold the reservation, so adding a stream is never
+# refused for want of logical CPUs (8 streams on a 2-CPU node); overload shows as dropped seconds instead.
+@ray.remote(max_restarts=3, max_task_retries=3, num_cpus=0, max_concurrency=4)
 class SinkActor(Sink):
     """The sink in its own process, with a feed for live subscribers."""
 
@@ -63,15 +148,14 @@ class SinkActor(Sink):
         return True
 
 
-@ray.remote(max_restarts=0, num_cpus=0.25, max_concurrency=4)
+@ray.remote(max_restarts=0, num_cpus=0, max_concurrency=4)
 class IngestActor:
     """Reads one source and drives the graph; `run` returns the ingest statistics when the stream ends."""
 
     def __init__(self, spec: SourceSpec, source_id: str, sample_fps: float = 2.0, max_side: int = 640,
                  duration_s: float | None = None, policy: ReconnectPolicy | None = None, watchdog_s: float = 5.0,
                  open_timeout_s: float = 10.0, budget=None):
-        limit_threads(1)
-        self.budget = None
+        self.budget = None  # (no torch here: this actor decodes and dispatches, and stays small)
         if budget is not None:  # opt-in latency budget (spine/budget.py): picks tier and frame rate per second
             from pipelines.spine.budget import BudgetHook
 
@@ -95,11 +179,15 @@ class IngestActor:
         info = self.reader.wait_info(timeout)
         return None if info is None else info.__dict__
 
-    def run(self, nodes: list[graph.Node], actors: dict, sink, max_inflight: int = 4) -> dict:
-        """Submit every second through the graph's actors (`actors`: node name -> handle) into `sink`."""
+    def run(self, nodes: list[graph.Node], hosts: dict, sink, stream: str, configs: dict,
+            max_inflight: int = 4) -> dict:
+        """Submit every second through the graph's hosts (node name -> handle) as `stream`, each node with its
+        stage config (`configs`: node name -> config), into `sink`."""
+
+        seq = 0  # this stream's second number at the hosts (its finish comes last)
 
         def call(node: graph.Node, method: str, args: list):
-            return getattr(actors[node.name], method).remote(*args)
+            return getattr(hosts[node.name], method).remote(stream, seq, configs[node.name], *args)
 
         self.reader.start()
         inflight: deque = deque()
@@ -112,6 +200,7 @@ class IngestActor:
                     seg = self.budget.apply(seg)
                 t0 = time.perf_counter()
                 record = graph.step(nodes, call, ray.put(seg), Second.of(seg))
+                seq += 1
                 inflight.append(sink.write.remote(record))
                 if self.budget is not None:
                     self.budget.track(seg, record.future())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import uuid
 
 from models.errors import BadInput
 from pipelines.media.preflight import check_source, probe  # noqa: F401  (probe: the file check, re-exported)
@@ -28,14 +29,16 @@ def _unwrap(exc: BaseException) -> BaseException:
 class Pipeline:
     """A running actor pipeline for one source. `wait()` blocks until the stream ends and returns the result.
 
-    `actors` maps each graph node's name to its actor; `sink` and `ingest` are the sink and ingest actors.
+    `actors` maps each graph node's name to its stage host, shared with the driver's other pipelines (this
+    one's state there is keyed by `stream`); `sink` and `ingest` are this stream's own sink and ingest actors.
+    `close()` ends those two and frees the stream's state in the hosts, nothing else.
     """
 
     def __init__(self, source: str, options: AnalyzeOptions | None = None, job_id: str | None = None,
                  db_path: str | None = None, source_id: str | None = None, source_checked: bool = False):
         import ray
 
-        from pipelines.spine.actors import IngestActor, SinkActor, StageActor
+        from pipelines.spine.actors import IngestActor, SinkActor, stage_hosts
         from pipelines.spine.runtime import ensure_ray
 
         self.options = options = options or AnalyzeOptions()
@@ -46,23 +49,26 @@ class Pipeline:
             checkpoint_path(options.grounding.checkpoint)
         prefm_checkpoint(options.stages)  # a PreFM checkpoint asked for but missing: say so before starting
         ensure_ray()
+        self._ray = ray
         self.started = time.perf_counter()
+        self.stream = f"{source_id or self.spec.name}#{uuid.uuid4().hex[:12]}"
         self.nodes = graph.nodes(options)
-        self.actors = {node.name: StageActor.remote(node, graph.node_config(node, options)) for node in self.nodes}
+        self.configs = {node.name: graph.node_config(node, options) for node in self.nodes}
+        self.actors = stage_hosts(self.nodes)
         self.sink = SinkActor.remote(self.spec.name, job_id, db_path, webhook=options.webhook)
         self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
                                          options.max_side, options.duration_s, options.reconnect,
                                          options.watchdog_s, options.open_timeout_s, budget=options.budget)
-        try:
-            ray.get([a.ready.remote() for a in [*self.actors.values(), self.sink]])
-        except ray.exceptions.RayActorError as exc:
+        try:  # the stream's stages are built (and a host's models loaded) before the first second
+            ray.get([self.actors[n].open.remote(self.stream, c) for n, c in self.configs.items()]
+                    + [self.sink.ready.remote()])
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
             self.close()
             cause = _unwrap(exc)
             if isinstance(cause, BadInput):
                 raise cause from None
             raise RuntimeError(f"a model actor failed to start: {exc}") from None
-        self.run_ref = self.ingest.run.remote(self.nodes, self.actors, self.sink)
-        self._ray = ray
+        self.run_ref = self.ingest.run.remote(self.nodes, self.actors, self.sink, self.stream, self.configs)
 
     def progress(self, timeout: float | None = None) -> dict:
         return self._ray.get(self.ingest.progress.remote(), timeout=timeout)
@@ -106,7 +112,8 @@ class Pipeline:
         info = out["info"] or {}
         wall = time.perf_counter() - self.started
         stats = out["stats"]
-        clocks = dict(zip(self.actors, ray.get([a.timings.remote() for a in self.actors.values()]), strict=True))
+        clocks = dict(zip(self.actors, ray.get([a.timings.remote(self.stream) for a in self.actors.values()]),
+                          strict=True))
         timings = graph.stage_timings(out["reader"], {name: c["busy_s"] for name, c in clocks.items()},
                                       {name: c["parts"] for name, c in clocks.items()},
                                       {"submit_s": out["call_s"], "wait_s": out["wait_s"]})
@@ -119,11 +126,15 @@ class Pipeline:
             result["budget"] = out["budget"]
         return result
 
-    def close(self) -> None:
-        for handle in [getattr(self, "ingest", None), *getattr(self, "actors", {}).values(),
-                       getattr(self, "sink", None)]:
+    def close(self, timeout: float = 30.0) -> None:
+        """End this stream's ingest and sink actors and free its state in the shared hosts."""
+        for handle in [getattr(self, "ingest", None), getattr(self, "sink", None)]:
             if handle is not None:
                 self._ray_kill(handle)
+        hosts = getattr(self, "actors", {})
+        if hosts:
+            self._ray.wait([h.close.remote(self.stream) for h in hosts.values()], num_returns=len(hosts),
+                           timeout=timeout)
 
     @staticmethod
     def _ray_kill(handle) -> None:

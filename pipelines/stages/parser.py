@@ -91,10 +91,14 @@ class PrefmEvents:
     """PreFM online over the audio and visual feature vectors; events and anticipation on the stream clock."""
 
     def __init__(self, config: StageConfig, path: Path):
+        from models.prefm.modeling_prefm import PreFM
         from models.prefm.online import OnlineParser
+        from models.shared import shared
 
         self.config = config
-        self.prefm = OnlineParser.from_pretrained(path, threshold=config.prefm_threshold)
+        # The network is shared by the streams of a process; the ring buffer and event merger are this stream's.
+        model = shared(("prefm", str(path), path.stat().st_mtime_ns), lambda: PreFM.from_pretrained(path))
+        self.prefm = OnlineParser(model, threshold=config.prefm_threshold)
         self.t0: float | None = None
 
     def step(self, record: Second, speech: dict, audio: dict, visual: dict | None) -> tuple[list, list, dict]:

@@ -6,6 +6,23 @@ from pipelines.stages.config import StageConfig
 from pipelines.stages.record import Second
 
 
+def stream_retriever(cfg):
+    """Rule retrieval for one stream: the rules, TF-IDF and MiniLM loaded once per process, and a sentence
+    vector cache of this stream's own (the cache is state: a stream sees the vectors it would see alone)."""
+    import copy
+
+    from models.safety.monitor import SafetyMonitor
+    from models.shared import shared
+
+    key = ("safety-retriever", cfg.use_embeddings, cfg.rules_file, cfg.recency_decay, cfg.embed_weight)
+    base = shared(key, lambda: SafetyMonitor(cfg).retriever)
+    retriever = copy.copy(base)
+    if base.embedder is not None:
+        retriever.embedder = copy.copy(base.embedder)
+        retriever.embedder._cache = dict(base.embedder._cache)  # the rules' vectors, as a fresh load has
+    return retriever
+
+
 class SafetyStage:
     """Proactive safety: turns each second's signals into the monitor's input and returns its alerts."""
 
@@ -16,6 +33,8 @@ class SafetyStage:
         cfg = SafetyConfig(judge_url=config.judge_url, escalation=config.safety_escalation)
         if config.safety_threshold is not None:
             cfg.threshold = config.safety_threshold
+        if config.safety and retriever is None:
+            retriever = stream_retriever(cfg)
         self.monitor = SafetyMonitor(cfg, retriever=retriever) if config.safety else None
         self.last_time = 0.0
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from models.audio.asr import FasterWhisperRecognizer, SpeechRecognizer
 from models.audio.vad import RATE, StreamingVAD
+from models.shared import shared
 from pipelines.media.segment import Segment
 from pipelines.stages.config import StageConfig
 
@@ -18,8 +19,9 @@ class SpeechStage:
     def __init__(self, config: StageConfig, recognizer: SpeechRecognizer | None = None):
         self.config = config
         self.vad = StreamingVAD(threshold=config.vad_threshold)
-        self.asr = recognizer if recognizer is not None or not config.asr else FasterWhisperRecognizer(
-            config.asr_model, language=config.asr_language)
+        self.asr = recognizer if recognizer is not None or not config.asr else shared(
+            ("faster-whisper", config.asr_model, config.asr_language),
+            lambda: FasterWhisperRecognizer(config.asr_model, language=config.asr_language))  # stateless
         self._audio = np.zeros(0, np.float32)
         self._audio_t0 = 0.0
         self.asr_seconds = 0.0

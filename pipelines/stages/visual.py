@@ -23,6 +23,11 @@ class VisualStage:
         if self.analyzer is not None:
             self.analyzer.reset()
 
+    def close(self) -> None:
+        """The stream is gone: free its pose tracker (the shared models stay loaded)."""
+        if self.analyzer is not None:
+            self.analyzer.close()
+
     def timings(self) -> dict[str, float]:
         """Seconds spent so far in the detector, pose, faces and frame statistics."""
         return dict(self.analyzer.timings) if self.analyzer is not None else {}

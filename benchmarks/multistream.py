@@ -1,0 +1,131 @@
+"""Many live cameras on one machine: N loopback RTSP streams (720p30) through one set of shared stage hosts.
+
+First one stream runs alone for `--seconds` (its resident size is `rss_gb_one_stream`), then N streams run
+together for `--seconds` on the same hosts. Memory is the resident size of every process of the pipeline (the
+driver's Ray processes: GCS, raylet, stage hosts, ingest and sink actors; the RTSP servers are not counted),
+sampled every 2 s. The last line is JSON:
+
+- `streams`; `p95_s`: the worst stream's p95 latency (segment complete -> its record in the sink);
+- `dropped_segments`: summed over the N streams (a slow stream drops its own oldest seconds);
+- `rss_gb`: the peak while N streams run; `rss_gb_one_stream`: the peak of the one-stream run before;
+- `rss_growth`: mean resident size over the last third of the N-stream run / over its first third;
+- `p95_s_one_stream`: the p95 latency of the one-stream run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._media import long_clip  # noqa: E402
+from pipelines import AnalyzeOptions, Pipeline, StageConfig  # noqa: E402
+from pipelines.spine.runtime import ensure_ray  # noqa: E402
+from training.media.loopback import RtspServer  # noqa: E402
+
+NOT_PIPELINE = {"ffmpeg", "rtsp-server-perl", "rtsp-server-per", "perl"}  # (names are cut at 15 characters)
+
+
+def pipeline_rss() -> tuple[float, dict[str, float]]:
+    """GB resident in this driver's Ray processes (its descendants, less the RTSP servers), and by process kind."""
+    parts: dict[str, float] = {}
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            name = proc.name()
+            if name not in NOT_PIPELINE:
+                kind = name.split(".")[0] if name.startswith("ray::") else name
+                parts[kind] = parts.get(kind, 0.0) + proc.memory_info().rss / 1e9
+        except psutil.Error:
+            pass
+    return sum(parts.values()), parts
+
+
+class Sampler:
+    """Samples `pipeline_rss()` every `every_s` seconds on a thread until stopped; keeps the peak's breakdown."""
+
+    def __init__(self, every_s: float = 2.0):
+        self.samples: list[float] = []
+        self.peak: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        total, parts = pipeline_rss()
+        if not self.samples or total > max(self.samples):
+            self.peak = parts
+        self.samples.append(total)
+
+    def _run(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            self._sample()
+
+    def stop(self) -> list[float]:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        print("peak by process kind (GB): " + ", ".join(f"{k} {v:.2f}" for k, v in
+                                                         sorted(self.peak.items(), key=lambda kv: -kv[1])))
+        return self.samples
+
+
+def run(urls: list[str], options: AnalyzeOptions) -> tuple[list[dict], list[list[float]], list[float]]:
+    """Run one pipeline per URL together; their results, latencies, and the memory samples meanwhile."""
+    sampler = Sampler()
+    pipes = [Pipeline(url, options) for url in urls]
+    try:
+        results = [p.wait() for p in pipes]
+        latencies = [p.latencies() for p in pipes]
+    finally:
+        for p in pipes:
+            p.close()
+    return results, latencies, sampler.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--streams", type=int, default=4)
+    ap.add_argument("--seconds", type=float, default=300.0)
+    ap.add_argument("--no-visual", action="store_true", help="speech and sound tags only")
+    args = ap.parse_args()
+    if args.streams < 1 or args.seconds < 5:
+        ap.error("--streams must be at least 1 and --seconds at least 5")
+    options = AnalyzeOptions(stages=StageConfig(visual=not args.no_visual), duration_s=args.seconds,
+                             rtsp_transport="udp")
+    clip = long_clip(1.0)
+    servers = [RtspServer(clip) for _ in range(args.streams)]
+    for server in servers:
+        server.start()
+    ensure_ray()
+    try:
+        alone, alone_latencies, one = run([servers[0].url], options)
+        results, latencies, samples = run([s.url for s in servers], options)
+    finally:
+        for server in servers:
+            server.kill()
+    third = max(1, len(samples) // 3)
+    p95 = [float(np.percentile(lat, 95)) if lat else float("nan") for lat in latencies]
+    dropped = [int(r["ingest"]["segments_dropped"]) for r in results]
+    for i, (r, p, d) in enumerate(zip(results, p95, dropped, strict=True)):
+        print(f"stream {i}: {r['ingest']['segments_emitted']} segments, p95 {p:.3f} s, dropped {d}")
+    p95_one = float(np.percentile(alone_latencies[0], 95)) if alone_latencies[0] else float("nan")
+    print(f"one stream alone: {alone[0]['ingest']['segments_emitted']} segments, p95 {p95_one:.3f} s, "
+          f"dropped {alone[0]['ingest']['segments_dropped']}")
+    load = os.getloadavg()[0]
+    print(f"{args.streams} streams x {args.seconds:g} s{' (no visual)' if args.no_visual else ''}: "
+          f"peak RSS {max(samples):.2f} GB vs {max(one):.2f} GB with one stream; load average {load:.1f}")
+    print(json.dumps({"streams": args.streams, "p95_s": round(max(p95), 3), "dropped_segments": sum(dropped),
+                      "rss_gb": round(max(samples), 2), "rss_gb_one_stream": round(max(one), 2),
+                      "p95_s_one_stream": round(p95_one, 3),
+                      "rss_growth": round(float(np.mean(samples[-third:]) / np.mean(samples[:third])), 3)}))
+
+
+if __name__ == "__main__":
+    main()
