@@ -57,6 +57,7 @@ class TriSenseConfig:
     evidence_dim: int = 0  # >0: text-aligned evidence per second and modality (`models.trisense.evidence`)
     abstain_threshold: float | None = None  # top moment scores below this answer "not found" (chosen on val)
     raw_dropout: float = 0.0  # training: chance that a sample's modality keeps only its evidence, not its features
+    query_dropout: float = 0.0  # training: chance that the model sees no query, only the evidence computed from it
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION_KINDS:
@@ -179,6 +180,7 @@ class TriSenseModel(nn.Module):
         if k:  # evidence enters each modality's step, and (fused by the same weights) the span head directly
             self.evidence_proj = nn.ModuleDict({m: nn.Sequential(nn.Linear(k, d), nn.GELU(), nn.Linear(d, d))
                                                 for m in MODALITIES})
+            self.evidence_skip = nn.Linear(k, 3)  # a direct path from the weighted evidence to the span logits
         self.time_linear = nn.Linear(1, d)
         self.input_norm = nn.LayerNorm(d)
         if config.attention == "fan":
@@ -225,6 +227,8 @@ class TriSenseModel(nn.Module):
         if self.training and self.config.raw_dropout > 0:  # lean on the evidence, which names unseen concepts too
             keep = torch.rand(xs.shape[0], xs.shape[1], 1, 1, device=xs.device) >= self.config.raw_dropout
             xs = xs * keep
+        if self.training and self.config.query_dropout > 0:  # localise from the evidence alone: concept-agnostic
+            query = query * (torch.rand(query.shape[0], 1, device=query.device) >= self.config.query_dropout)
         q = self.query_proj(query)
         best = None
         if self.config.evidence_dim:
@@ -250,6 +254,8 @@ class TriSenseModel(nn.Module):
         if self.config.evidence_dim:
             head_in.append(torch.einsum("btm,bmtk->btk", step_w, evidence))
         logits = self.span_head(torch.cat(head_in, dim=-1))
+        if self.config.evidence_dim:
+            logits = logits + self.evidence_skip(head_in[-1])
         neg = torch.finfo(logits.dtype).min
         start, end, inside = (logits[..., i].masked_fill(~valid, neg) for i in range(3))
         coarse = self.coarse(feats, masks, query)

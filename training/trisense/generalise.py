@@ -86,7 +86,7 @@ def report(method, data: OpenVocabData, split: str, threshold: float | None) -> 
                            for m in ALL}
     for name, held in (("held_out_concepts", True), ("seen_concepts", False)):
         out[name] = _metrics(data.positives(split, held_out=held), [], preds, threshold)
-    out["held_out_concepts"]["concepts"] = list(HELD_OUT_CONCEPTS)
+    out["held_out_concepts"]["concepts"] = list(data.held_out)
     return out
 
 
@@ -105,7 +105,7 @@ def stamp(data: OpenVocabData) -> dict:
     meta = json.loads((data.corpus / "corpus.json").read_text())
     out = {"name": data.corpus.name, "version": meta.get("version", 1), "seed": meta["seed"], "clips": meta["clips"],
            "trained_on": ["train"], "calibrated_on": ["val"], "train_ids": ids(data.corpus, ("audio", "visual")),
-           "held_out_concepts": list(HELD_OUT_CONCEPTS)}
+           "held_out_concepts": list(data.held_out)}
     if data.speech_corpus is not None:
         sm = json.loads((data.speech_corpus / "corpus.json").read_text())
         out["speech_corpus"] = {"name": data.speech_corpus.name, "seed": sm["seed"], "clips": sm["clips"],
@@ -114,10 +114,11 @@ def stamp(data: OpenVocabData) -> dict:
 
 
 def train_one(data: OpenVocabData, out: Path, seed: int, epochs: int, equal: bool, dims: dict[str, int],
-              raw_dropout: float = 0.0) -> Grounder:
+              raw_dropout: float = 0.0, query_dropout: float = 0.0) -> Grounder:
     """Train one model, calibrate its threshold on val and save it with the threshold in its config."""
     config = TriSenseConfig(visual_dim=dims["visual"], audio_dim=dims["audio"], speech_dim=dims["speech"],
-                            evidence_dim=EVIDENCE_DIM, fixed_modality_weights=equal, raw_dropout=raw_dropout)
+                            evidence_dim=EVIDENCE_DIM, fixed_modality_weights=equal, raw_dropout=raw_dropout,
+                            query_dropout=query_dropout)
     sampler = data.sampler()
     tc = TrainConfig(epochs=epochs, batch_size=32, lr=1e-3, seed=seed, progress=False)
     first = sampler(-1, random.Random(seed))
@@ -137,6 +138,42 @@ def _dims(data: OpenVocabData) -> dict[str, int]:
     return dims
 
 
+ROWS = (("all queries", None), ("held-out concepts", "held_out_concepts"), ("seen concepts", "seen_concepts"),
+        ("visual", "visual"), ("audio", "audio"), ("speech (v2 sentences)", "speech"))
+
+
+def _pick(r: dict, group: str | None) -> dict:
+    if group is None:
+        return r
+    return r[group] if group in r else r["per_modality"][group]
+
+
+def _cell(values: list[float]) -> str:
+    vals = [100 * v for v in values]
+    return f"{np.mean(vals):.1f}" + (f" ± {np.std(vals):.1f}" if len(vals) > 1 else "")
+
+
+def table(attempt: dict) -> str:
+    """Markdown: one row per method and query group, mean ± sd over seeds, in percent."""
+    split, runs = attempt["split"], attempt["runs"]
+    methods: dict[str, list[dict]] = {}
+    for name, run in runs.items():
+        methods.setdefault(name.split("/")[0], []).append(run[split])
+    keys = ("r1_iou03", "r1_iou05", "miou", "answered", "r1_iou03_no_abstain", "abstention_accuracy")
+    lines = ["| method | queries | n | R@1 IoU0.3 | R@1 IoU0.5 | mIoU | answered | R@0.3 without abstaining "
+             "| abstention accuracy (n absent) |", "|---|---|---|---|---|---|---|---|---|"]
+    for method, rows in methods.items():
+        for label, group in ROWS:
+            picked = [_pick(r, group) for r in rows]
+            if not picked[0].get("n"):
+                continue
+            cells = [_cell([p[k] for p in picked]) if k in picked[0] else "–" for k in keys]
+            cells[-1] += f" ({picked[0]['n_absent']})" if picked[0].get("n_absent") else ""
+            lines.append(f"| {method} ({len(rows)} seed{'s' if len(rows) > 1 else ''}) | {label} | "
+                         f"{picked[0]['n']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def run_main(argv: list[str] | None = None) -> int:
     """Train seeds x {connector, equal weights}, calibrate on val, score test once each, append to --results."""
     p = argparse.ArgumentParser(prog="python -m training.trisense.generalise", description=run_main.__doc__)
@@ -148,13 +185,24 @@ def run_main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--no-test", action="store_true", help="train and calibrate only (val scores)")
     p.add_argument("--no-equal", action="store_true", help="skip the equal-weights ablation")
+    p.add_argument("--hold-out", nargs="+", default=list(HELD_OUT_CONCEPTS),
+                   help="LLP classes no training query names (default: %(default)s)")
+    p.add_argument("--table", action="store_true", help="print the last attempt in --results as markdown and exit")
+    p.add_argument("--query-dropout", type=float, default=0.0,
+                   help="chance that a training sample's model sees only the evidence, not the query")
     p.add_argument("--raw-dropout", type=float, default=0.0,
                    help="chance that a training sample's modality keeps only its evidence")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
+    if args.table:
+        if not Path(args.results).is_file():
+            print(f"error: no results at {args.results}", file=sys.stderr)
+            return 2
+        print(table(json.loads(Path(args.results).read_text())["attempts"][-1]))
+        return 0
     try:
         speech = Path(args.speech_corpus) if args.speech_corpus else None
-        data = OpenVocabData(Path(args.corpus), speech if speech and speech.is_dir() else None)
+        data = OpenVocabData(Path(args.corpus), speech if speech and speech.is_dir() else None, tuple(args.hold_out))
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -167,7 +215,7 @@ def run_main(argv: list[str] | None = None) -> int:
         for name, equal in (("trisense", False), ("equal-weights", True))[: 1 if args.no_equal else 2]:
             t0 = time.time()
             path = Path(args.runs) / f"seed{seed}" / f"{name}.pt"
-            g = train_one(data, path, seed, args.epochs, equal, dims, args.raw_dropout)
+            g = train_one(data, path, seed, args.epochs, equal, dims, args.raw_dropout, args.query_dropout)
             runs[f"{name}/seed{seed}"] = {"checkpoint": str(path), "val_threshold": g.threshold,
                                           "train_s": round(time.time() - t0, 1),
                                           split: report(g, data, split, g.threshold)}
@@ -175,7 +223,8 @@ def run_main(argv: list[str] | None = None) -> int:
             print(f"{name} seed {seed}: R@0.3 {row['r1_iou03']:.3f} held-out {row['held_out_concepts'].get('r1_iou03', float('nan')):.3f} "
                   f"abstention {row['abstention_accuracy']:.3f} ({time.time() - t0:.0f} s)", flush=True)
     log["attempts"].append({"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "split": split,
-                            "epochs": args.epochs, "raw_dropout": args.raw_dropout, "seeds": args.seeds,
+                            "epochs": args.epochs, "raw_dropout": args.raw_dropout,
+                            "query_dropout": args.query_dropout, "seeds": args.seeds,
                             "runs": runs})
     results_path.parent.mkdir(parents=True, exist_ok=True)
     results_path.write_text(json.dumps(log, indent=1))

@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from models.prefm.labels import LLP_CLASSES
-from models.taxonomy import readable
+from models.taxonomy import LLP_COCO, LLP_RELATED, readable
 from models.trisense.features import ClipFeatures
 from training.corpus.features import second_labels_of
 from training.corpus.sources import SPEECH_TEMPLATES
@@ -45,8 +45,18 @@ def concept_text(category: str, modality: str) -> str:
     return category if modality == "speech" else readable(category).lower()
 
 
-def wording(category: str, modality: str, template: str) -> str:
-    return template.format(x=concept_text(category, modality), topic=category)
+def synonyms(category: str, modality: str) -> list[str]:
+    """Other names of a class for training wordings: its AudioSet relatives for sounds, its COCO object on screen."""
+    if modality == "audio":
+        return [n.lower() for n in LLP_RELATED.get(category, ())]
+    return [LLP_COCO[category]] if modality == "visual" and category in LLP_COCO else []
+
+
+def wording(category: str, modality: str, template: str, rng: random.Random | None = None) -> str:
+    """A query about `category`; with `rng`, half the time under one of its other names."""
+    names = synonyms(category, modality) if rng is not None else []
+    x = rng.choice(names) if names and rng.random() < 0.5 else concept_text(category, modality)
+    return template.format(x=x, topic=category)
 
 
 class Features:
@@ -80,7 +90,9 @@ class Features:
 class OpenVocabData:
     """Records of both corpora by split, and which categories each clip has per modality."""
 
-    def __init__(self, corpus: Path, speech_corpus: Path | None = None) -> None:
+    def __init__(self, corpus: Path, speech_corpus: Path | None = None,
+                 held_out: tuple[str, ...] = HELD_OUT_CONCEPTS) -> None:
+        self.held_out = tuple(held_out)
         self.corpus, self.speech_corpus = Path(corpus), Path(speech_corpus) if speech_corpus else None
         self.features = Features([self.corpus] + ([self.speech_corpus] if self.speech_corpus else []))
         self.records: dict[str, list[MomentRecord]] = {}
@@ -103,12 +115,12 @@ class OpenVocabData:
         rows = self.records[split]
         if held_out is None:
             return rows
-        return [r for r in rows if (r.extra["category"] in HELD_OUT_CONCEPTS) == held_out]
+        return [r for r in rows if (r.extra["category"] in self.held_out) == held_out]
 
     def vocabulary(self, modality: str, split: str, exclude_held_out: bool) -> list[str]:
         if modality == "speech":
             return sorted(self.topics[split])
-        return [c for c in LLP_CLASSES if not (exclude_held_out and c in HELD_OUT_CONCEPTS)]
+        return [c for c in LLP_CLASSES if not (exclude_held_out and c in self.held_out)]
 
     def negative(self, vid: str, modality: str, split: str, rng: random.Random, template: str, tag: str,
                  exclude_held_out: bool) -> MomentRecord | None:
@@ -142,7 +154,7 @@ class OpenVocabData:
             for k, r in enumerate(train):
                 m = r.extra["modality"]
                 if rng.random() >= keep_wording:
-                    r = MomentRecord(r.qid, wording(r.extra["category"], m, rng.choice(TEMPLATES[m])), r.vid,
+                    r = MomentRecord(r.qid, wording(r.extra["category"], m, rng.choice(TEMPLATES[m]), rng), r.vid,
                                      r.windows, r.duration, extra=r.extra)
                 out.append(r)
                 n = int(negatives_per_query) + (rng.random() < negatives_per_query % 1)
