@@ -107,26 +107,25 @@ def test_search_over_the_store_says_not_found(grounder, clip, tmp_path):
         store.close()
 
 
-def test_cli_answers_not_found_and_grounds_an_unseen_concept(demo_clip):
+def test_cli_answers_not_found_and_a_spoken_sentence(demo_clip):
     """The real CLI on the demo clip (espeak speech, a phone ringing, an alarm; no instrument anywhere)."""
     from app.summary import render_summary
 
     path, truth = demo_clip
-    queries = ["a cello is playing", "a telephone is ringing", "someone talks about the front door"]
+    queries = ["a cello is playing", "someone talks about the front door"]
     args = [a for q in queries for a in ("--query", q)]
     proc = run_cli("analyze", str(path), "--no-safety", "--json", *args, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     answers = {a["query"]: a for a in result["answers"]}
     assert answers["a cello is playing"]["found"] is False
+    assert answers["a cello is playing"]["best_score"] < answers["a cello is playing"]["threshold"]
     assert not [m for m in result["moments"] if m["query"] == "a cello is playing"]
     assert "'a cello is playing': not found" in render_summary(result)
-    phone = [m for m in result["moments"] if m["query"] == "a telephone is ringing"]
-    assert answers["a telephone is ringing"]["found"] and phone[0]["start"] < truth.phone[1]
-    assert phone[0]["end"] > truth.phone[0]
     door = [m for m in result["moments"] if m["query"] == "someone talks about the front door"]
-    assert door and door[0]["start"] < truth.speech[1] and door[0]["end"] > truth.speech[0]
-    assert door[0]["modality_weights"]["speech"] > 0.3
+    assert answers["someone talks about the front door"]["found"] and door
+    assert door[0]["start"] < truth.speech[1] and door[0]["end"] > truth.speech[0]
+    assert door[0]["modality_weights"]["speech"] > 0.4
 
 
 def test_perception_grounding_reports_the_documented_keys():

@@ -140,7 +140,8 @@ def perception_grounding(corpus: Path, split: str = "test", checkpoint: Path | N
     Keys: `r1_iou03`, `r1_iou05`, `miou` (over the split's queries; an answer below the calibrated threshold is a
     miss), `abstention_accuracy` and `false_positive_rate` (over absent-answer queries), `answered`,
     `r1_iou03_no_abstain`, `n`, `n_absent`, `threshold`, `per_modality` (`visual`/`audio`/`speech`, each with the
-    same keys) and `held_out_concepts` / `seen_concepts`. Spoken-sentence queries come from `speech_corpus`
+    same keys) and `held_out_concepts` / `seen_concepts` (the concepts the checkpoint's stamp says no training
+    query named). Spoken-sentence queries come from `speech_corpus`
     (default: a `corpus_v2` folder next to `corpus`, when present), since corpus v3 holds no English speech.
     """
     from models.trisense import SHIPPED_CHECKPOINT
@@ -153,7 +154,8 @@ def perception_grounding(corpus: Path, split: str = "test", checkpoint: Path | N
     if speech_corpus is None and (corpus.parent / "corpus_v2" / "grounding").is_dir():
         speech_corpus = corpus.parent / "corpus_v2"
     grounder = Grounder.load(checkpoint or SHIPPED_CHECKPOINT)
-    data = OpenVocabData(corpus, speech_corpus)
+    held_out = (grounder.meta.get("corpus") or {}).get("held_out_concepts")  # the concepts this model never saw
+    data = OpenVocabData(corpus, speech_corpus, *([tuple(held_out)] if held_out is not None else []))
     out = report(grounder, data, split, grounder.threshold)
     out["corpus"], out["speech_corpus"] = str(corpus), str(speech_corpus) if speech_corpus else None
     return out

@@ -91,8 +91,11 @@ class OpenVocabData:
     """Records of both corpora by split, and which categories each clip has per modality."""
 
     def __init__(self, corpus: Path, speech_corpus: Path | None = None,
-                 held_out: tuple[str, ...] = HELD_OUT_CONCEPTS) -> None:
+                 held_out: tuple[str, ...] = HELD_OUT_CONCEPTS, speech_corpus_all: bool = False) -> None:
+        """`speech_corpus_all`: also train on the speech corpus's sound and picture queries (free-text classes, kept
+        in their own wordings), so that sounds and pictures are asked about next to speech, as in real footage."""
         self.held_out = tuple(held_out)
+        self.wordings: dict[tuple[str, str], list[str]] = defaultdict(list)  # free-text class -> its queries
         self.corpus, self.speech_corpus = Path(corpus), Path(speech_corpus) if speech_corpus else None
         self.features = Features([self.corpus] + ([self.speech_corpus] if self.speech_corpus else []))
         self.records: dict[str, list[MomentRecord]] = {}
@@ -103,12 +106,14 @@ class OpenVocabData:
                     if r.extra.get("modality") in ("audio", "visual")]
             if self.speech_corpus is not None:
                 rows += [r for r in load_moment_jsonl(self.speech_corpus / "grounding" / f"{split}.jsonl")
-                         if r.extra.get("modality") == "speech"]
+                         if r.extra.get("modality") == "speech" or (speech_corpus_all and split == "train")]
             self.records[split] = [r for r in rows if r.vid in self.features]
             for r in self.records[split]:
                 self.present[(r.vid, r.extra["modality"])].add(r.extra["category"])
                 if r.extra["modality"] == "speech":
                     self.topics[split].add(r.extra["category"])
+                elif r.extra["category"] not in LLP_CLASSES:
+                    self.wordings[(r.extra["modality"], r.extra["category"])].append(r.query)
 
     def positives(self, split: str, held_out: bool | None = None) -> list[MomentRecord]:
         """A split's queries; `held_out` True/False keeps only those about held-out / seen concepts."""
@@ -117,20 +122,28 @@ class OpenVocabData:
             return rows
         return [r for r in rows if (r.extra["category"] in self.held_out) == held_out]
 
-    def vocabulary(self, modality: str, split: str, exclude_held_out: bool) -> list[str]:
+    def vocabulary(self, modality: str, split: str, exclude_held_out: bool, vid: str = "") -> list[str]:
+        """Classes a negative may ask for: sentence topics, the speech corpus's own free-text classes on its clips,
+        LLP classes elsewhere."""
         if modality == "speech":
             return sorted(self.topics[split])
+        free = sorted(c for m, c in self.wordings if m == modality)
+        if free and self.speech_corpus is not None and (self.speech_corpus / "grounding" / "features" /
+                                                        f"{vid}.npz").is_file():
+            return free
         return [c for c in LLP_CLASSES if not (exclude_held_out and c in self.held_out)]
 
     def negative(self, vid: str, modality: str, split: str, rng: random.Random, template: str, tag: str,
                  exclude_held_out: bool) -> MomentRecord | None:
         """A query in `modality` for a category the clip does not have there (None if every one is present)."""
-        absent = [c for c in self.vocabulary(modality, split, exclude_held_out)
+        absent = [c for c in self.vocabulary(modality, split, exclude_held_out, vid)
                   if c not in self.present[(vid, modality)]]
         if not absent:
             return None
         category = rng.choice(absent)
-        return MomentRecord(f"{vid}-neg-{tag}", wording(category, modality, template), vid, [(0.0, 1.0)],
+        free = self.wordings.get((modality, category))
+        text = rng.choice(free) if free else wording(category, modality, template)
+        return MomentRecord(f"{vid}-neg-{tag}", text, vid, [(0.0, 1.0)],
                             extra={"modality": modality, "category": category, "negative": True})
 
     def absent_queries(self, split: str, seed: int = 123) -> list[MomentRecord]:
@@ -153,7 +166,7 @@ class OpenVocabData:
             out = []
             for k, r in enumerate(train):
                 m = r.extra["modality"]
-                if rng.random() >= keep_wording:
+                if rng.random() >= keep_wording and (m == "speech" or r.extra["category"] in LLP_CLASSES):
                     r = MomentRecord(r.qid, wording(r.extra["category"], m, rng.choice(TEMPLATES[m]), rng), r.vid,
                                      r.windows, r.duration, extra=r.extra)
                 out.append(r)
