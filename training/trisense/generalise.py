@@ -187,8 +187,8 @@ def run_main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-equal", action="store_true", help="skip the equal-weights ablation")
     p.add_argument("--hold-out", nargs="+", default=list(HELD_OUT_CONCEPTS),
                    help="LLP classes no training query names (default: %(default)s)")
-    p.add_argument("--speech-corpus-all", action="store_true",
-                   help="also train on the speech corpus's sound and picture queries")
+    p.add_argument("--speech-corpus-extra", nargs="*", default=[], choices=["audio", "visual"],
+                   help="also train on the speech corpus's queries in these modalities")
     p.add_argument("--table", action="store_true", help="print one attempt in --results as markdown and exit")
     p.add_argument("--attempt", type=int, default=-1, help="which attempt --table prints (default: the last)")
     p.add_argument("--query-dropout", type=float, default=0.0,
@@ -206,7 +206,7 @@ def run_main(argv: list[str] | None = None) -> int:
     try:
         speech = Path(args.speech_corpus) if args.speech_corpus else None
         data = OpenVocabData(Path(args.corpus), speech if speech and speech.is_dir() else None, tuple(args.hold_out),
-                             args.speech_corpus_all)
+                             tuple(args.speech_corpus_extra))
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -228,7 +228,7 @@ def run_main(argv: list[str] | None = None) -> int:
                   f"abstention {row['abstention_accuracy']:.3f} ({time.time() - t0:.0f} s)", flush=True)
     log["attempts"].append({"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "split": split,
                             "epochs": args.epochs, "raw_dropout": args.raw_dropout, "hold_out": args.hold_out,
-                            "speech_corpus_all": args.speech_corpus_all,
+                            "speech_corpus_extra": args.speech_corpus_extra,
                             "query_dropout": args.query_dropout, "seeds": args.seeds,
                             "runs": runs})
     results_path.parent.mkdir(parents=True, exist_ok=True)

@@ -91,9 +91,9 @@ class OpenVocabData:
     """Records of both corpora by split, and which categories each clip has per modality."""
 
     def __init__(self, corpus: Path, speech_corpus: Path | None = None,
-                 held_out: tuple[str, ...] = HELD_OUT_CONCEPTS, speech_corpus_all: bool = False) -> None:
-        """`speech_corpus_all`: also train on the speech corpus's sound and picture queries (free-text classes, kept
-        in their own wordings), so that sounds and pictures are asked about next to speech, as in real footage."""
+                 held_out: tuple[str, ...] = HELD_OUT_CONCEPTS, speech_corpus_extra: tuple[str, ...] = ()) -> None:
+        """`speech_corpus_extra`: modalities ("audio", "visual") whose queries the speech corpus also adds to training
+        (free-text classes, kept in their own wordings), so that sounds are asked about next to speech."""
         self.held_out = tuple(held_out)
         self.wordings: dict[tuple[str, str], list[str]] = defaultdict(list)  # free-text class -> its queries
         self.corpus, self.speech_corpus = Path(corpus), Path(speech_corpus) if speech_corpus else None
@@ -106,7 +106,8 @@ class OpenVocabData:
                     if r.extra.get("modality") in ("audio", "visual")]
             if self.speech_corpus is not None:
                 rows += [r for r in load_moment_jsonl(self.speech_corpus / "grounding" / f"{split}.jsonl")
-                         if r.extra.get("modality") == "speech" or (speech_corpus_all and split == "train")]
+                         if r.extra.get("modality") == "speech"
+                         or (r.extra.get("modality") in speech_corpus_extra and split == "train")]
             self.records[split] = [r for r in rows if r.vid in self.features]
             for r in self.records[split]:
                 self.present[(r.vid, r.extra["modality"])].add(r.extra["category"])
