@@ -43,6 +43,10 @@ def render_summary(result: dict, max_events: int = 25) -> str:
     lines.append(f"\nTranscript ({len(transcript)} segments):")
     for t in transcript[:max_events]:
         lines.append(f"  {_ts(t['start'])}-{_ts(t['end'])}  {t['text']}")
+    for a in result.get("answers", []):
+        if not a["found"]:
+            held = f" < threshold {a['threshold']:.2f}" if a.get("threshold") is not None else ""
+            lines.append(f"\nQuery {a['query']!r}: not found (best score {a['best_score']:.2f}{held})")
     if result.get("moments"):
         lines.append(f"\nMoments ({len(result['moments'])}):")
         for m in result["moments"]:

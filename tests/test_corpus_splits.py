@@ -53,18 +53,33 @@ def test_composed_test_clips_share_no_clip_sentence_or_wording_with_training(see
     assert all(q["vid"] == t.clip_id for t in truths for q in t.queries)
 
 
+def _rebuilt_splits(corpus: dict) -> dict[str, str]:
+    """Clip id -> split, rebuilt from a stamp's seed and clip count (corpus v3 splits its clips its own way)."""
+    if corpus.get("version", 1) >= 3:
+        from training.corpus.compose_v3 import clip_splits
+
+        return {f"v3clip{i:04d}": s for i, s in enumerate(clip_splits(corpus["clips"], corpus["seed"]))}
+    return dict(zip(clip_ids(corpus["clips"]), assign_splits(corpus["clips"], corpus["seed"]), strict=True))
+
+
 def test_shipped_checkpoints_were_trained_on_training_clips_only():
     """Each shipped model records its own corpus (PreFM and the grounder may come from different ones):
-    rebuild that corpus's splits from its stamp and check the recorded training clips against them."""
+    rebuild that corpus's splits from its stamp and check the recorded training clips against them. The
+    grounder also records the corpus its spoken sentences came from; val only calibrates its threshold."""
     from models.prefm.online import load_checkpoint as load_prefm
+    from models.trisense import OPEN_VOCAB_CHECKPOINT
     from models.trisense.grounder import load_checkpoint as load_grounder
 
     _, _, prefm_meta = load_prefm(PREFM_CKPT)
-    _, grounder_meta = load_grounder(GROUNDER_CKPT)
-    for meta, trained_on in ((prefm_meta, ["train"]), (grounder_meta, ["train", "val"])):
-        corpus = meta["corpus"]
-        assert corpus["trained_on"] == trained_on  # PreFM selects on val, so val is not training data for it
-        splits = dict(zip(clip_ids(corpus["clips"]), assign_splits(corpus["clips"], corpus["seed"]), strict=True))
+    _, grounder_meta = load_grounder(GROUNDER_CKPT)  # the default grounder (corpus v1, no model selection)
+    _, open_meta = load_grounder(OPEN_VOCAB_CHECKPOINT)  # the opt-in corpus-v3 grounder
+    stamps = [(prefm_meta["corpus"], ["train"]), (grounder_meta["corpus"], ["train", "val"]),
+              (open_meta["corpus"], ["train"])]
+    if "speech_corpus" in open_meta["corpus"]:
+        stamps.append((open_meta["corpus"]["speech_corpus"], ["train"]))
+    for corpus, trained_on in stamps:
+        assert corpus["trained_on"] == trained_on  # PreFM selects on val, the v3 grounder calibrates on it
+        splits = _rebuilt_splits(corpus)
         test_ids = {cid for cid, s in splits.items() if s == "test"}
         assert corpus["train_ids"] and not set(corpus["train_ids"]) & test_ids
         assert set(corpus["train_ids"]) == {cid for cid, s in splits.items() if s in trained_on}

@@ -52,7 +52,7 @@ def test_cli_analyze_demo_clip_end_to_end(tmp_path, demo_clip):
                     and e["modality"] in ("audio", "audio-visual"))
     assert speech and all(e["source"] == "prefm" for e in result["events"] if e["label"] == "Speech")
     covered = (speech[0][0], max(end for _, end in speech))
-    gaps = sum(max(0.0, b[0] - a[1]) for a, b in zip(speech, speech[1:]))
+    gaps = sum(max(0.0, b[0] - a[1]) for a, b in zip(speech, speech[1:], strict=False))
     assert iou(covered, truth.speech) > 0.6 and gaps <= 1.0, speech
     assert all(e["modality"] in ("audio", "visual", "audio-visual") for e in result["events"])
     phone = [e for e in result["events"] if e["label"] == "Telephone_bell_ringing"]

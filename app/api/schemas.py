@@ -146,6 +146,8 @@ class SearchResponse(BaseModel):
     method: str = Field(description="text-match (MiniLM similarity over transcripts and event labels), "
                                     "plus trisense when a grounding index is configured")
     moments: list[SearchHit]
+    trisense: dict | None = Field(None, description="the learned grounder's verdict when it searched: found, "
+                                  "best_score and the calibrated threshold under which it answers not found")
 
 
 class Health(BaseModel):

@@ -97,11 +97,19 @@ class SearchService:
             sources = [s for s in sources if s.rsplit("#", 1)[-1] in wanted]
         if sources:
             methods.append("trisense")
-            for hit in self.index.search(query, top_k, source_ids=sources):
+            grounded = self.index.search(query, top_k, source_ids=sources)
+            threshold = self.index.grounder.threshold
+            best = grounded[0].moment.score if grounded else 0.0
+            if threshold is not None:  # the calibrated abstention: below it the grounder found nothing
+                grounded = [h for h in grounded if h.moment.score >= threshold]
+            verdict = {"found": bool(grounded), "best_score": round(float(best), 4),
+                       "threshold": None if threshold is None else round(float(threshold), 4)}
+            for hit in grounded:
                 d = hit.to_dict()
                 job = next((j for j in job_ids or [] if d["source_id"].endswith("#" + j[:8])), None)
                 hits.append({"job_id": job, "source": d["source_id"], "text": None, "kind": "grounded",
                              "start": d["start"], "end": d["end"], "score": d["score"],
                              "modality_weights": d["modality_weights"], "method": "trisense"})
             hits = sorted(hits, key=lambda h: -h["score"])[:top_k]
+            return {"query": query.strip(), "method": "+".join(methods), "moments": hits, "trisense": verdict}
         return {"query": query.strip(), "method": "+".join(methods), "moments": hits}

@@ -22,7 +22,9 @@ class ClipFeatures:
 
     `transcript` is a list of `{"start","end","text"}` segments (seconds from clip start) and `events`
     a list of detector labels `{"label","modality","start","end"}`; both feed the text-matching
-    baseline and are stored by the index next to the vectors.
+    baseline and are stored by the index next to the vectors. `labels` holds every class the taggers named in
+    each second, in the events' layout but one second long and unthresholded (AudioSet tags, COCO detections):
+    the grounder's text-aligned evidence (`models.trisense.evidence`).
     """
 
     visual: np.ndarray | None = None
@@ -33,6 +35,7 @@ class ClipFeatures:
     speech_mask: np.ndarray | None = None
     transcript: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
+    labels: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         lengths = set()
@@ -81,6 +84,7 @@ class ClipFeatures:
             raise ValueError(f"unknown modalities: {sorted(unknown)}")
         kwargs: dict = {"transcript": self.transcript if "speech" in keep else [], "events": []}
         kwargs["events"] = [e for e in self.events if _event_kept(e, keep)]
+        kwargs["labels"] = [e for e in self.labels if _event_kept(e, keep)]
         for name in MODALITIES:
             if name in keep:
                 kwargs[name] = getattr(self, name)
@@ -101,6 +105,7 @@ class ClipFeatures:
                 kwargs[f"{name}_mask"] = getattr(self, f"{name}_mask")[start:end]
         kwargs["transcript"] = shift_items(self.transcript, start, end)
         kwargs["events"] = shift_items(self.events, start, end)
+        kwargs["labels"] = shift_items(self.labels, start, end)
         return ClipFeatures(**kwargs)
 
     def save(self, path: str | Path) -> None:
@@ -113,6 +118,8 @@ class ClipFeatures:
                 arrays[f"{name}_mask"] = getattr(self, f"{name}_mask")
         arrays["transcript_json"] = np.array(json.dumps(self.transcript))
         arrays["events_json"] = np.array(json.dumps(self.events))
+        if self.labels:
+            arrays["labels_json"] = np.array(json.dumps(self.labels))
         np.savez_compressed(path, **arrays)
 
     @classmethod
@@ -129,6 +136,7 @@ class ClipFeatures:
                     kwargs[f"{name}_mask"] = data[f"{name}_mask"] if f"{name}_mask" in data else None
             kwargs["transcript"] = json.loads(str(data["transcript_json"])) if "transcript_json" in data else []
             kwargs["events"] = json.loads(str(data["events_json"])) if "events_json" in data else []
+            kwargs["labels"] = json.loads(str(data["labels_json"])) if "labels_json" in data else []
         return cls(**kwargs)
 
 

@@ -3,6 +3,8 @@
 Returns moments in the design's result schema
 `{"query","start","end","score","modality_weights":{"visual","audio","speech"}}`. Clips longer than
 the model's window are covered by half-overlapping windows whose spans are merged with temporal NMS.
+A checkpoint with a calibrated `abstain_threshold` answers "not found" (no moment) when its best moment scores
+below it; `Grounder.answer` says so together with that best score.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 import torch
 
 from models.trisense import SHIPPED_CHECKPOINT
+from models.trisense.evidence import batch_evidence
 from models.trisense.features import MODALITIES, ClipFeatures, batch_features
 from models.trisense.memory import SecondSelector, second_keys, seconds_to_ranges
 from models.trisense.modeling_trisense import (
@@ -27,7 +30,7 @@ from models.trisense.text import TextEncoder, default_text_encoder
 
 CHECKPOINT_FORMAT = "foresight-trisense-v1"
 
-__all__ = ["ClipFeatures", "Grounder", "Moment", "load_checkpoint", "save_checkpoint"]
+__all__ = ["Answer", "ClipFeatures", "Grounder", "Moment", "load_checkpoint", "save_checkpoint"]
 
 
 @dataclass
@@ -48,6 +51,25 @@ class Moment:
             "score": round(float(self.score), 4),
             "modality_weights": {m: round(float(self.modality_weights[m]), 4) for m in MODALITIES},
         }
+
+
+@dataclass
+class Answer:
+    """A query's answer: its moments (empty = not found), the best score seen and the threshold it was held to."""
+
+    query: str
+    moments: list[Moment]
+    best_score: float
+    threshold: float | None
+
+    @property
+    def found(self) -> bool:
+        return bool(self.moments)
+
+    def to_dict(self) -> dict:
+        return {"query": self.query, "found": self.found, "best_score": round(float(self.best_score), 4),
+                "threshold": None if self.threshold is None else round(float(self.threshold), 4),
+                "moments": [m.to_dict() for m in self.moments]}
 
 
 def save_checkpoint(path: str | Path, model: TriSenseModel, meta: dict | None = None) -> None:
@@ -135,8 +157,19 @@ class Grounder:
         """Spans (in each window's own seconds) for one query over a batch of windows."""
         feats, masks, valid = batch_features(windows, self.dims)
         qv = torch.from_numpy(np.asarray(query_vec, dtype=np.float32)).unsqueeze(0).expand(len(windows), -1)
-        out = self.model(feats, masks, valid, qv)
+        out = self.model(feats, masks, valid, qv, self.evidence(query_vec, windows, valid.shape[1]))
         return decode_spans(out, top_k=top_k, max_span_s=self.config.max_span_s)
+
+    def evidence(self, query_vecs: np.ndarray, clips: list[ClipFeatures], num_seconds: int):
+        """The model's text-aligned evidence tensor for these clips, or None for a model built without it."""
+        if not self.config.evidence_dim:
+            return None
+        return batch_evidence(query_vecs, clips, self.text_encoder, num_seconds)
+
+    @property
+    def threshold(self) -> float | None:
+        """The calibrated abstention threshold (None: an older model that always answers)."""
+        return self.config.abstain_threshold
 
     @torch.no_grad()
     def ground_windows(
@@ -157,8 +190,13 @@ class Grounder:
         ]
         return nms_moments(moments, top_k)
 
-    def ground(self, query: str, features: ClipFeatures, top_k: int = 5) -> list[Moment]:
-        """Ranked moments (best first) for `query` in `features`; at most `top_k`."""
+    def ground(self, query: str, features: ClipFeatures, top_k: int = 5, abstain: bool = True) -> list[Moment]:
+        """Ranked moments (best first) for `query` in `features`; at most `top_k`, none scoring under the
+        calibrated threshold unless `abstain=False`."""
+        return self.answer(query, features, top_k, abstain).moments
+
+    def answer(self, query: str, features: ClipFeatures, top_k: int = 5, abstain: bool = True) -> Answer:
+        """`ground` with the verdict: which moments pass the threshold, and the best score before it."""
         if top_k < 1:
             raise ValueError("top_k must be >= 1")
         if not isinstance(features, ClipFeatures):
@@ -169,7 +207,11 @@ class Grounder:
         else:
             spans = self.windows(features.num_seconds)
         pieces = [(float(s), features.window(s, e)) for s, e in spans]
-        return self.ground_windows(query.strip(), qv, pieces, top_k=top_k)
+        moments = self.ground_windows(query.strip(), qv, pieces, top_k=top_k)
+        best = moments[0].score if moments else 0.0
+        if abstain and self.threshold is not None:
+            moments = [m for m in moments if m.score >= self.threshold]
+        return Answer(query.strip(), moments, best, self.threshold)
 
     @torch.no_grad()
     def selected_ranges(self, query_vec: np.ndarray, features: ClipFeatures) -> list[tuple[int, int]]:

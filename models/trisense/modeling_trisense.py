@@ -54,6 +54,10 @@ class TriSenseConfig:
     modality_dropout: float = 0.5
     fixed_modality_weights: bool = False
     attention: str = "plain"  # "fan": FANformer's Fourier pre-projection in the encoder's self-attention
+    evidence_dim: int = 0  # >0: text-aligned evidence per second and modality (`models.trisense.evidence`)
+    abstain_threshold: float | None = None  # top moment scores below this answer "not found" (chosen on val)
+    raw_dropout: float = 0.0  # training: chance that a sample's modality keeps only its evidence, not its features
+    query_dropout: float = 0.0  # training: chance that the model sees no query, only the evidence computed from it
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION_KINDS:
@@ -98,20 +102,21 @@ def sinusoidal_time(seconds: torch.Tensor, dim: int) -> torch.Tensor:
 class QueryConnector(nn.Module):
     """Softmax weights over the available modalities from the query and query-pooled modality features."""
 
-    def __init__(self, d_model: int, fixed: bool = False) -> None:
+    def __init__(self, d_model: int, fixed: bool = False, evidence: bool = False) -> None:
         super().__init__()
         self.fixed = fixed
         self.scale = 1.0 / math.sqrt(d_model)
         self.mlp = nn.Sequential(
-            nn.Linear(d_model * (1 + len(MODALITIES)), d_model),
+            nn.Linear(d_model * (1 + len(MODALITIES)) + (len(MODALITIES) if evidence else 0), d_model),
             nn.GELU(),
             nn.Linear(d_model, len(MODALITIES)),
         )
 
     def forward(
-        self, q: torch.Tensor, xs: torch.Tensor, masks: torch.Tensor
+        self, q: torch.Tensor, xs: torch.Tensor, masks: torch.Tensor, best: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q `[B,d]`, xs `[B,3,T,d]`, masks `[B,3,T]` -> (fused `[B,T,d]`, clip weights `[B,3]`, step weights `[B,T,3]`)."""
+        """q `[B,d]`, xs `[B,3,T,d]`, masks `[B,3,T]`, best `[B,3]` (each modality's best evidence similarity, when
+        the model uses evidence) -> (fused `[B,T,d]`, clip weights `[B,3]`, step weights `[B,T,3]`)."""
         present = masks.any(dim=-1)  # [B,3]
         if self.fixed:
             clip_w = present.float() / present.float().sum(-1, keepdim=True).clamp(min=1.0)
@@ -120,7 +125,8 @@ class QueryConnector(nn.Module):
             att = att.masked_fill(~masks, float("-inf"))
             att = torch.softmax(att, dim=-1).nan_to_num(0.0)  # all-masked rows -> zeros
             pooled = torch.einsum("bmt,bmtd->bmd", att, xs)  # [B,3,d]
-            logits = self.mlp(torch.cat([q, pooled.flatten(1)], dim=-1))
+            parts = [q, pooled.flatten(1)] + ([best] if best is not None else [])
+            logits = self.mlp(torch.cat(parts, dim=-1))
             logits = logits.masked_fill(~present, float("-inf"))
             clip_w = torch.softmax(logits, dim=-1).nan_to_num(0.0)
         step_w = clip_w.unsqueeze(-1) * masks.float()  # [B,3,T]
@@ -169,7 +175,12 @@ class TriSenseModel(nn.Module):
             }
         )
         self.query_proj = nn.Sequential(nn.Linear(config.query_dim, d), nn.GELU(), nn.Linear(d, d))
-        self.connector = QueryConnector(d, fixed=config.fixed_modality_weights)
+        self.connector = QueryConnector(d, fixed=config.fixed_modality_weights, evidence=config.evidence_dim > 0)
+        k = config.evidence_dim
+        if k:  # evidence enters each modality's step, and (fused by the same weights) the span head directly
+            self.evidence_proj = nn.ModuleDict({m: nn.Sequential(nn.Linear(k, d), nn.GELU(), nn.Linear(d, d))
+                                                for m in MODALITIES})
+            self.evidence_skip = nn.Linear(k, 3)  # a direct path from the weighted evidence to the span logits
         self.time_linear = nn.Linear(1, d)
         self.input_norm = nn.LayerNorm(d)
         if config.attention == "fan":
@@ -180,7 +191,7 @@ class TriSenseModel(nn.Module):
             )
         self.encoder = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
         self.out_norm = nn.LayerNorm(d)
-        self.span_head = nn.Sequential(nn.Linear(2 * d, d), nn.GELU(), nn.Linear(d, 3))
+        self.span_head = nn.Sequential(nn.Linear(2 * d + k, d), nn.GELU(), nn.Linear(d, 3))
         self.coarse = CoarseHead(config)
 
     def drop_modalities(self, masks: torch.Tensor) -> torch.Tensor:
@@ -207,12 +218,27 @@ class TriSenseModel(nn.Module):
         masks: torch.Tensor,
         valid: torch.Tensor,
         query: torch.Tensor,
+        evidence: torch.Tensor | None = None,
     ) -> TriSenseOutput:
-        """feats `{m: [B,T,D_m]}` (zeros where missing), masks `[B,3,T]` bool, valid `[B,T]` bool, query `[B,384]`."""
+        """feats `{m: [B,T,D_m]}` (zeros where missing), masks `[B,3,T]` bool, valid `[B,T]` bool, query `[B,384]`,
+        evidence `[B,3,T,evidence_dim]` (required when the model was built with `evidence_dim > 0`)."""
         masks = self.drop_modalities(masks & valid.unsqueeze(1))
         xs = torch.stack([self.proj[m](feats[m]) for m in MODALITIES], dim=1)  # [B,3,T,d]
+        if self.training and self.config.raw_dropout > 0:  # lean on the evidence, which names unseen concepts too
+            keep = torch.rand(xs.shape[0], xs.shape[1], 1, 1, device=xs.device) >= self.config.raw_dropout
+            xs = xs * keep
+        if self.training and self.config.query_dropout > 0:  # localise from the evidence alone: concept-agnostic
+            query = query * (torch.rand(query.shape[0], 1, device=query.device) >= self.config.query_dropout)
         q = self.query_proj(query)
-        fused, clip_w, step_w = self.connector(q, xs, masks)
+        best = None
+        if self.config.evidence_dim:
+            if evidence is None:
+                raise ValueError("this grounder needs per-second evidence (models.trisense.evidence)")
+            evidence = evidence * masks.unsqueeze(-1).float()
+            xs = xs + torch.stack([self.evidence_proj[m](evidence[:, i]) for i, m in enumerate(MODALITIES)], dim=1)
+            named = evidence[..., 3] > 0
+            best = evidence[..., 0].masked_fill(~named, -1.0).max(dim=-1).values  # [B,3]
+        fused, clip_w, step_w = self.connector(q, xs, masks, best)
 
         B, T = valid.shape
         seconds = torch.arange(T, device=valid.device).float().expand(B, T)
@@ -224,7 +250,12 @@ class TriSenseModel(nn.Module):
         pad = torch.cat([torch.zeros(B, 1, dtype=torch.bool, device=valid.device), ~valid], dim=1)
         h = self.out_norm(self.encoder(tokens, src_key_padding_mask=pad))
         hq, ht = h[:, :1], h[:, 1:]
-        logits = self.span_head(torch.cat([ht, ht * hq], dim=-1))
+        head_in = [ht, ht * hq]
+        if self.config.evidence_dim:
+            head_in.append(torch.einsum("btm,bmtk->btk", step_w, evidence))
+        logits = self.span_head(torch.cat(head_in, dim=-1))
+        if self.config.evidence_dim:
+            logits = logits + self.evidence_skip(head_in[-1])
         neg = torch.finfo(logits.dtype).min
         start, end, inside = (logits[..., i].masked_fill(~valid, neg) for i in range(3))
         coarse = self.coarse(feats, masks, query)
@@ -239,9 +270,15 @@ def soft_position_targets(index: torch.Tensor, valid: torch.Tensor, sigma: float
     return target / target.sum(-1, keepdim=True).clamp(min=1e-8)
 
 
-def grounding_loss(out: TriSenseOutput, spans: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Start/end soft cross-entropy, inside BCE and coarse BCE; `spans` `[B,2]` in window seconds."""
+def grounding_loss(out: TriSenseOutput, spans: torch.Tensor, present: torch.Tensor | None = None
+                   ) -> dict[str, torch.Tensor]:
+    """Start/end soft cross-entropy, inside BCE and coarse BCE; `spans` `[B,2]` in window seconds.
+
+    `present` `[B]` bool marks queries whose answer is in the clip; the others (negative query-clip pairs) have
+    no boundaries to learn and every second is outside, which is what teaches the model to abstain."""
     valid = out.valid
+    if present is None:
+        present = torch.ones(valid.shape[0], dtype=torch.bool, device=valid.device)
     T = valid.shape[1]
     lengths = valid.sum(-1)
     start_idx = spans[:, 0].floor().clamp(min=0).long()
@@ -249,11 +286,13 @@ def grounding_loss(out: TriSenseOutput, spans: torch.Tensor) -> dict[str, torch.
     start_idx = torch.minimum(start_idx, lengths - 1)
     end_idx = torch.maximum(torch.minimum(end_idx, lengths - 1), start_idx)
     pos = torch.arange(T, device=valid.device).unsqueeze(0)
-    inside = ((pos >= start_idx.unsqueeze(1)) & (pos <= end_idx.unsqueeze(1))).float()
+    inside = ((pos >= start_idx.unsqueeze(1)) & (pos <= end_idx.unsqueeze(1)) & present.unsqueeze(1)).float()
+    pf = present.float()
 
     def soft_ce(logits: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
         logp = torch.log_softmax(logits, dim=-1)
-        return -(soft_position_targets(idx, valid) * logp).sum(-1).mean()
+        per = -(soft_position_targets(idx, valid) * logp).sum(-1)
+        return (per * pf).sum() / pf.sum().clamp(min=1.0)
 
     vf = valid.float()
 

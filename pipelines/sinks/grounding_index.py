@@ -160,8 +160,9 @@ class GroundingIndex:
             second_rows.append((source_id, t, *blobs, mask, texts[t]))
         window_rows = self._window_rows(source_id, features)
         with self._lock:
-            self.store.put_grounding_clip(source_id, T, features.transcript, features.events, second_rows,
-                                          window_rows)
+            # per-second labels are kept with the events: stored windows give the grounder the same evidence
+            self.store.put_grounding_clip(source_id, T, features.transcript, features.events + features.labels,
+                                          second_rows, window_rows)
             self._cache = None
             if self.memory is not None:
                 self.memory.forget(source_id)

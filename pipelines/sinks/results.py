@@ -15,6 +15,7 @@ class ResultBuilder:
         self.events: list[dict] = []
         self.transcript: list[dict] = []
         self.moments: list[dict] = []
+        self.answers: list[dict] = []
         self.alerts: list[dict] = []
         self.seconds = 0
         self.last_end = 0.0
@@ -26,6 +27,7 @@ class ResultBuilder:
         self.transcript.extend(record.transcript)
         self.alerts.extend(record.alerts)
         self.moments.extend(record.moments)
+        self.answers.extend(record.answers)
         if record.index is not None:
             self.seconds_log.append(second_record(record))
             self.seconds += 1
@@ -54,6 +56,8 @@ class ResultBuilder:
             "timings": {"wall_s": round(wall_s, 3),
                         "realtime_factor": round(duration / wall_s, 3) if wall_s > 0 else None},
         }
+        if self.answers:  # only when queries were asked: `foresight analyze` without --query is unchanged
+            result["answers"] = self.answers
         if ingest is not None:
             result["ingest"] = ingest
         if extra:

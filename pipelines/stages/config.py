@@ -47,7 +47,9 @@ class GroundingConfig:
     standing: list[str] = field(default_factory=list)
     checkpoint: str | None = None
     top_k: int = 3
-    fire_threshold: float = 0.5  # a standing query fires when its best moment scores at least this
+    # A standing query fires when its best moment scores at least this; None: the grounder's calibrated
+    # abstention threshold (the one `--query` answers are held to), 0.5 for a model without one.
+    fire_threshold: float | None = None
     check_every_s: int = 5
     lookback_s: int = 30
     index_db: str | None = None  # also store the per-second features in this database's grounding index

@@ -1,6 +1,8 @@
 """Temporal grounding in the pipeline: per-second features are collected as the stream goes, one-off queries
 (`foresight analyze --query`) are answered at the end, standing queries (`--watch`) are checked every few
-seconds over the recent past and fire a moment once when they match.
+seconds over the recent past and fire a moment once when they match. Both are held to the grounder's calibrated
+abstention threshold: a query whose best moment scores below it is answered "not found" (an `answers` entry with
+no moments), and a standing query does not fire.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class GroundingStage:
         self.visual_mask: list[bool] = []
         self.transcript: list[dict] = []
         self.events: list[dict] = []
+        self.labels: list[dict] = []  # every class the taggers named, per second (the grounder's evidence)
         self.fired: dict[str, list[tuple[float, float]]] = {q: [] for q in config.standing}
         self.t0: float | None = None
 
@@ -63,6 +66,12 @@ class GroundingStage:
         self._push(audio.get("vector") if audio.get("available") else None,
                    visual.get("vector") if visual.get("available") else None)
         self._take_text(record)
+        self._take_labels(record, index)
+
+    def _take_labels(self, record: Second, index: int) -> None:
+        from models.trisense.evidence import second_labels
+
+        self.labels.extend(second_labels(float(index), record.tags, record.visual))
 
     def _take_text(self, record: Second) -> None:
         """Keep the transcript and closed events of `record`, on the clock of this stream's first second."""
@@ -87,17 +96,27 @@ class GroundingStage:
         speech, speech_mask = speech_features(self.transcript, n, encoder=self.grounder.text_encoder)
         return ClipFeatures(visual=np.stack(self.visual), audio=np.stack(self.audio), speech=speech,
                             visual_mask=np.array(self.visual_mask), audio_mask=np.array(self.audio_mask),
-                            speech_mask=speech_mask, transcript=list(self.transcript), events=list(self.events))
+                            speech_mask=speech_mask, transcript=list(self.transcript), events=list(self.events),
+                            labels=list(self.labels))
 
-    def _moments(self, query: str, offset: int = 0, clip=None) -> list[dict]:
+    @property
+    def fire_threshold(self) -> float:
+        """The standing queries' threshold: the configured one, else the grounder's calibrated one."""
+        if self.config.fire_threshold is not None:
+            return float(self.config.fire_threshold)
+        return self.grounder.threshold if self.grounder.threshold is not None else 0.5
+
+    def _answer(self, query: str, offset: int = 0, clip=None, abstain: bool = True) -> dict:
+        """The grounder's answer on the stream's clock: `{"query","found","best_score","threshold","moments"}`."""
         clip = clip if clip is not None else self.features()
-        out = []
-        for m in self.grounder.ground(query, clip, top_k=self.config.top_k):
-            d = m.to_dict()
+        answer = self.grounder.answer(query, clip, top_k=self.config.top_k, abstain=abstain).to_dict()
+        for d in answer["moments"]:
             d["start"] = round(d["start"] + offset + (self.t0 or 0.0), 3)
             d["end"] = round(d["end"] + offset + (self.t0 or 0.0), 3)
-            out.append(d)
-        return out
+        return answer
+
+    def _moments(self, query: str, offset: int = 0, clip=None) -> list[dict]:
+        return self._answer(query, offset, clip, abstain=False)["moments"]
 
     def process(self, record: Second, audio: dict, visual: dict) -> Second:
         """Add one second; every `check_every_s` seconds, check the standing queries over the recent past."""
@@ -111,7 +130,7 @@ class GroundingStage:
             clip = self.features().window(lo, n)
             for query in self.config.standing:
                 for m in self._moments(query, offset=lo, clip=clip)[:1]:
-                    if m["score"] >= self.config.fire_threshold and not self._seen(query, m):
+                    if m["score"] >= self.fire_threshold and not self._seen(query, m):
                         self.fired[query].append((m["start"], m["end"]))
                         fired.append({**m, "standing": True, "fired_at": record.end})
         record.moments = record.moments + fired
@@ -129,8 +148,9 @@ class GroundingStage:
         clip = self.features()
         if self.config.index_db:
             self.index(clip)
-        moments = [m for q in self.config.queries for m in self._moments(q, clip=clip)]
-        record.moments = record.moments + moments
+        answers = [self._answer(q, clip=clip) for q in self.config.queries]
+        record.moments = record.moments + [m for a in answers for m in a["moments"]]
+        record.answers = record.answers + [{k: v for k, v in a.items() if k != "moments"} for a in answers]
         return record
 
     def index(self, clip) -> None:

@@ -24,6 +24,7 @@ class Second:
     anticipation: dict[str, float] = field(default_factory=dict)  # PreFM's likely labels over the next seconds
     transcript: list[dict] = field(default_factory=list)
     moments: list[dict] = field(default_factory=list)
+    answers: list[dict] = field(default_factory=list)  # one-off queries' verdicts (found or "not found", best score)
     alerts: list[dict] = field(default_factory=list)
 
     @classmethod

@@ -38,6 +38,14 @@ def detection_events(seconds: list[dict]) -> list[dict]:
     return [e.to_dict() for e in sorted(tracker.closed, key=lambda e: (e.start, e.label))]
 
 
+def second_labels_of(seconds: list[dict]) -> list[dict]:
+    """Every class named in each encoded second (the grounder's evidence, as the live stage collects it)."""
+    from models.trisense.evidence import second_labels
+
+    return [label for k, sec in enumerate(seconds) for label in second_labels(
+        float(sec.get("start", k)), sec.get("audio_tags") or {}, sec if sec.get("visual_available") else None)]
+
+
 class CorpusEncoder:
     """The embedded encoder, the ASR model and MiniLM, loaded once for the whole corpus."""
 
@@ -64,6 +72,7 @@ class CorpusEncoder:
         features = cache.get_or_compute(video, self.encoder, video_id=truth.clip_id, recognizer=self.recognizer)
         seconds = cache.detections(self.encoder, truth.clip_id)
         features.events = detection_events(seconds)
+        features.labels = second_labels_of(seconds)
         out = root / "grounding" / "features" / f"{truth.clip_id}.npz"
         out.parent.mkdir(parents=True, exist_ok=True)
         features.save(out)

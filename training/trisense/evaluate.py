@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -33,9 +34,10 @@ def _restricted(clip: ClipFeatures, keep: tuple[str, ...]) -> ClipFeatures | Non
 @torch.no_grad()
 def predict_model(
     grounder: Grounder, records: list[MomentRecord], features: FeatureDir, keep: tuple[str, ...],
-    qvecs: dict[str, np.ndarray], batch_size: int = 64,
+    qvecs: dict[str, np.ndarray], batch_size: int = 64, scores: dict[str, float] | None = None,
 ) -> dict[str, tuple[float, float] | None]:
-    """Top-1 span per query; clips that fit one model window are batched, longer ones go window by window."""
+    """Top-1 span per query (before abstention; `scores`, when given, receives each top span's score); clips that
+    fit one model window are batched, longer ones go window by window."""
     preds: dict[str, tuple[float, float] | None] = {}
     short: list[tuple[MomentRecord, ClipFeatures]] = []
     for r in records:
@@ -48,19 +50,25 @@ def predict_model(
             pieces = [(float(s), clip.window(s, e)) for s, e in grounder.windows(clip.num_seconds)]
             moments = grounder.ground_windows(r.query, qvecs[r.query], pieces, top_k=1)
             preds[r.qid] = (moments[0].start, moments[0].end) if moments else None
+            if scores is not None:
+                scores[r.qid] = moments[0].score if moments else 0.0
     for i in range(0, len(short), batch_size):
         chunk = short[i : i + batch_size]
         feats, masks, valid = batch_features([c for _, c in chunk], grounder.dims)
-        query = torch.from_numpy(np.stack([qvecs[r.query] for r, _ in chunk]))
-        spans = decode_spans(grounder.model(feats, masks, valid, query), top_k=1,
+        qs = np.stack([qvecs[r.query] for r, _ in chunk])
+        evidence = grounder.evidence(qs, [c for _, c in chunk], valid.shape[1])
+        spans = decode_spans(grounder.model(feats, masks, valid, torch.from_numpy(qs), evidence), top_k=1,
                              max_span_s=grounder.config.max_span_s)
         for (r, _), s in zip(chunk, spans, strict=True):
             preds[r.qid] = (s[0].start, s[0].end) if s else None
+            if scores is not None:
+                scores[r.qid] = s[0].score if s else 0.0
     return preds
 
 
 def predict_text(
-    baseline: TextMatchBaseline, records: list[MomentRecord], features: FeatureDir, keep: tuple[str, ...]
+    baseline: TextMatchBaseline, records: list[MomentRecord], features: FeatureDir, keep: tuple[str, ...],
+    scores: dict[str, float] | None = None,
 ) -> dict[str, tuple[float, float] | None]:
     """Top-1 span per query from transcript/label matching (None when nothing to match = a miss)."""
     preds: dict[str, tuple[float, float] | None] = {}
@@ -68,6 +76,8 @@ def predict_text(
         clip = _restricted(features[r.vid], keep)
         moments = baseline.ground(r.query, clip, top_k=1) if clip is not None else []
         preds[r.qid] = (moments[0].start, moments[0].end) if moments else None
+        if scores is not None:
+            scores[r.qid] = moments[0].score if moments else 0.0
     return preds
 
 
@@ -119,4 +129,34 @@ def query_vectors(records: list[MomentRecord], grounder_or_encoder) -> dict[str,
     return dict(zip(texts, encoder.encode(texts), strict=True))
 
 
-__all__ = ["MODALITIES", "SETTINGS", "evaluate", "format_table", "predict_model", "predict_text", "score"]
+__all__ = ["MODALITIES", "SETTINGS", "evaluate", "format_table", "perception_grounding", "predict_model", "predict_text",
+           "score"]
+
+
+def perception_grounding(corpus: Path, split: str = "test", checkpoint: Path | None = None,
+                         speech_corpus: Path | None = None) -> dict:
+    """The open-vocabulary grounder's scores (`OPEN_VOCAB_CHECKPOINT` unless `checkpoint`) on a corpus v3 split,
+    for `foresight eval perception` (fractions in [0, 1]).
+
+    Keys: `r1_iou03`, `r1_iou05`, `miou` (over the split's queries; an answer below the calibrated threshold is a
+    miss), `abstention_accuracy` and `false_positive_rate` (over absent-answer queries), `answered`,
+    `r1_iou03_no_abstain`, `n`, `n_absent`, `threshold`, `per_modality` (`visual`/`audio`/`speech`, each with the
+    same keys) and `held_out_concepts` / `seen_concepts` (the concepts the checkpoint's stamp says no training
+    query named). Spoken-sentence queries come from `speech_corpus`
+    (default: a `corpus_v2` folder next to `corpus`, when present), since corpus v3 holds no English speech.
+    """
+    from models.trisense import OPEN_VOCAB_CHECKPOINT
+    from training.trisense.generalise import report
+    from training.trisense.open_vocab import OpenVocabData
+
+    corpus = Path(corpus)
+    if split not in ("train", "val", "test"):
+        raise ValueError(f"split must be train, val or test, got {split!r}")
+    if speech_corpus is None and (corpus.parent / "corpus_v2" / "grounding").is_dir():
+        speech_corpus = corpus.parent / "corpus_v2"
+    grounder = Grounder.load(checkpoint or OPEN_VOCAB_CHECKPOINT)
+    held_out = (grounder.meta.get("corpus") or {}).get("held_out_concepts")  # the concepts this model never saw
+    data = OpenVocabData(corpus, speech_corpus, *([tuple(held_out)] if held_out is not None else []))
+    out = report(grounder, data, split, grounder.threshold)
+    out["corpus"], out["speech_corpus"] = str(corpus), str(speech_corpus) if speech_corpus else None
+    return out

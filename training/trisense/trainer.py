@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from models.trisense.evidence import batch_evidence
 from models.trisense.features import MODALITIES, ClipFeatures, batch_features
 from models.trisense.grounder import save_checkpoint
 from models.trisense.modeling_trisense import TriSenseConfig, TriSenseModel, grounding_loss
@@ -45,6 +47,24 @@ def embed_queries(records: list[MomentRecord], encoder: TextEncoder) -> dict[str
     return dict(zip(texts, encoder.encode(texts), strict=True))
 
 
+def is_negative(record: MomentRecord) -> bool:
+    """A negative query-clip pair: the query's answer is not in the clip (the model must abstain)."""
+    return bool(record.extra.get("negative"))
+
+
+class QueryVectors(dict):
+    """MiniLM vectors of query texts, encoded on first use (epoch samplers invent new wordings)."""
+
+    def __init__(self, encoder: TextEncoder) -> None:
+        super().__init__()
+        self.encoder = encoder
+
+    def ensure(self, records: list[MomentRecord]) -> None:
+        todo = sorted({r.query for r in records} - set(self))
+        if todo:
+            self.update(zip(todo, self.encoder.encode(todo), strict=True))
+
+
 def crop_for_training(
     clip: ClipFeatures, window: tuple[float, float], max_len: int, rng: random.Random
 ) -> tuple[ClipFeatures, tuple[float, float]]:
@@ -71,15 +91,20 @@ def train(
     train_config: TrainConfig | None = None,
     encoder: TextEncoder | None = None,
     meta: dict | None = None,
+    sampler: Callable[[int, random.Random], list[MomentRecord]] | None = None,
 ) -> tuple[TriSenseModel, dict]:
-    """Train from scratch, save a single `.pt` (config inside) to `out_path`, return the model and history."""
+    """Train from scratch, save a single `.pt` (config inside) to `out_path`, return the model and history.
+
+    `sampler(epoch, rng)`, when given, draws each epoch's records (new wordings, fresh negative pairs) in place
+    of `records`; records with `extra["negative"]` are trained to be outside everywhere."""
     tc = train_config or TrainConfig()
     if not records:
         raise ValueError("no training records")
     set_seed(tc.seed)
     rng = random.Random(tc.seed)
     encoder = encoder or default_text_encoder()
-    qvecs = embed_queries(records, encoder)
+    qvecs = QueryVectors(encoder)
+    qvecs.ensure(records)
     dims = {m: model_config.modality_dim(m) for m in MODALITIES}
 
     model = TriSenseModel(model_config)
@@ -98,6 +123,10 @@ def train(
     step = 0
     for epoch in range(tc.epochs):
         model.train()
+        if sampler is not None:
+            records = sampler(epoch, rng)
+            qvecs.ensure(records)
+            steps_per_epoch = math.ceil(len(records) / tc.batch_size)
         order = list(range(len(records)))
         rng.shuffle(order)
         sums: dict[str, float] = {}
@@ -110,9 +139,11 @@ def train(
                 clips.append(clip)
                 spans.append(span)
             feats, masks, valid = batch_features(clips, dims)
-            query = torch.from_numpy(np.stack([qvecs[r.query] for r in batch]))
-            out = model(feats, masks, valid, query)
-            losses = grounding_loss(out, torch.tensor(spans, dtype=torch.float32))
+            qs = np.stack([qvecs[r.query] for r in batch])
+            evidence = batch_evidence(qs, clips, encoder, valid.shape[1]) if model_config.evidence_dim else None
+            out = model(feats, masks, valid, torch.from_numpy(qs), evidence)
+            present = torch.tensor([not is_negative(r) for r in batch])
+            losses = grounding_loss(out, torch.tensor(spans, dtype=torch.float32), present)
             optim.zero_grad(set_to_none=True)
             losses["total"].backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
