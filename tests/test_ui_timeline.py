@@ -10,11 +10,10 @@ import subprocess
 import sys
 import time
 
-import httpx
 import pytest
 
 from tests.helpers.cli import ROOT, free_port
-from tests.helpers.dashboard import browser, check_png, has_text, keep_screenshot
+from tests.helpers.dashboard import browser, check_png, has_text, keep_screenshot, wait_healthy
 
 # Per chart: lane titles, y-axis labels and bars with their boxes on the page.
 LAYOUT = """(() => {
@@ -38,15 +37,7 @@ def timeline_page(demo_clip):
                             env={**os.environ, "PYTHONPATH": str(ROOT), "FORESIGHT_TIMELINE_MEDIA": str(demo_clip[0])})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if httpx.get(url + "/_stcore/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("the timeline page did not come up")
+        wait_healthy(url, "the timeline page")
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

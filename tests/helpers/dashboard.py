@@ -19,6 +19,18 @@ from tests.helpers.cdp import Chromium
 from tests.helpers.cli import ROOT, free_port
 
 
+def wait_healthy(url: str, what: str, timeout_s: float = 60.0) -> None:
+    """Wait until the Streamlit server at `url` answers its health check; fail the test after `timeout_s`."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            if httpx.get(url + "/_stcore/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    pytest.fail(f"{what} did not come up")
+
+
 @contextmanager
 def dashboard_server(db: Path, *flags: str) -> Iterator[tuple[str, subprocess.Popen]]:
     """The dashboard on a free port with store `db`; yields its URL and process (the leader of its own session)."""
@@ -29,15 +41,7 @@ def dashboard_server(db: Path, *flags: str) -> Iterator[tuple[str, subprocess.Po
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if httpx.get(url + "/_stcore/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("the dashboard did not come up")
+        wait_healthy(url, "the dashboard")
         yield url, proc
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
