@@ -50,5 +50,11 @@ class YamnetTagger:
         return 0.5 * (1.0 + np.tanh(0.5 * logits))  # the logistic function, without overflow
 
     def top(self, probs: np.ndarray, k: int = 5, min_prob: float = 0.05) -> dict[str, float]:
-        idx = np.argsort(probs)[::-1][:k]
-        return {self.labels[i]: round(float(probs[i]), 3) for i in idx if probs[i] >= min_prob}
+        return top_tags(probs, self.labels, k, min_prob)
+
+
+def top_tags(probs: np.ndarray, labels, k: int = 5, min_prob: float = 0.05) -> dict[str, float]:
+    """The `k` most likely labels at `min_prob` or more, rounded as the result shows them (also used by the
+    tools that replay the live path over stored probabilities)."""
+    idx = np.argsort(probs)[::-1][:k]
+    return {labels[i]: round(float(probs[i]), 3) for i in idx if probs[i] >= min_prob}

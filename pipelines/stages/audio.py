@@ -5,6 +5,8 @@ from __future__ import annotations
 from pipelines.media.segment import Segment
 from pipelines.stages.config import StageConfig
 
+TAGS_HANDED_ON = {"k": 8, "min_prob": 0.05}  # the tags each second hands the parser, which keeps its own top
+
 
 class AudioStage:
     """What one second sounds like: AudioSet tags, log-mel statistics, speech activity, and its feature vector."""
@@ -13,7 +15,8 @@ class AudioStage:
         from models.encoders.audio_features import AudioFeatureConfig, AudioFeatures
 
         self.config = config
-        self.features = AudioFeatures(AudioFeatureConfig(tags=config.tags, tag_top_k=8, tag_min_prob=0.05))
+        self.features = AudioFeatures(AudioFeatureConfig(tags=config.tags, tag_top_k=TAGS_HANDED_ON["k"],
+                                                          tag_min_prob=TAGS_HANDED_ON["min_prob"]))
 
     def reset(self) -> None:
         self.features.reset()

@@ -22,9 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
+from models.audio.tags import top_tags
 from models.prefm.labels import LLP_CLASSES
 from models.prefm.metrics import event_counts
 from models.taxonomy import audioset_names
+from pipelines.stages.audio import TAGS_HANDED_ON
 from pipelines.stages.config import StageConfig
 from pipelines.stages.events import EventTracker
 from pipelines.stages.parser import tag_labels
@@ -48,8 +50,7 @@ def tag_events(probs: np.ndarray, config: StageConfig, min_s: float) -> list:
     names = audioset_names()
     tracker = EventTracker(max_gap=1, min_duration=min_s)
     for t, row in enumerate(probs):
-        top = np.argsort(-row)[:8]  # what the audio stage hands on (top 8 over 0.05)
-        tags = {names[i]: float(row[i]) for i in top if row[i] >= 0.05}
+        tags = top_tags(row, names, **TAGS_HANDED_ON)
         audio = {k: v for k, v in tag_labels(config, tags, None).items() if k[1] == "audio"}
         tracker.update(float(t), float(t + 1), audio)
     tracker.finish()

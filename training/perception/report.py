@@ -23,9 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
+from models.audio.tags import top_tags
 from models.prefm.labels import LLP_CLASSES
 from models.prefm.metrics import event_counts
 from models.taxonomy import LLP_AUDIOSET, LLP_COCO, LLP_RELATED, audioset_names
+from pipelines.stages.audio import TAGS_HANDED_ON
 from training.corpus.layout import load_truths
 
 GENERIC = {"Music"}  # a parent of every instrument: evidence for no single class
@@ -72,8 +74,7 @@ def replay(parser, audio: np.ndarray, visual: np.ndarray, labels: list[str]) -> 
     names = audioset_names()
     for t in range(len(audio)):
         probs = audio[t, :521]
-        top = np.argsort(-probs)[:8]
-        tags = {names[i]: float(probs[i]) for i in top if probs[i] >= 0.05}
+        tags = top_tags(probs, names, **TAGS_HANDED_ON)
         best = visual[t, 80:160]
         detections = [{"label": labels[i], "score": float(best[i])} for i in np.flatnonzero(best > 0)]
         record = Second(index=t, start=float(t), end=float(t + 1))
