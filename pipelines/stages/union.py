@@ -58,8 +58,8 @@ class UnionEvents:
 
     def __init__(self, prefm, tags, checkpoint: Path):
         self.prefm, self.tags = prefm, tags
-        self.kept = prefm_pairs(covered_classes(str(checkpoint)))
-        self.suppressed = suppressed_tags(covered_classes(str(checkpoint)))
+        covers = covered_classes(str(checkpoint))
+        self.kept, self.suppressed = prefm_pairs(covers), suppressed_tags(covers)
 
     def step(self, record: Second, speech: dict, audio: dict, visual: dict | None) -> tuple[list, list, dict]:
         """(closed, active, anticipation) after one second."""
