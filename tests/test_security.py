@@ -33,6 +33,9 @@ class RecordingStore:
     def unfinished_job_ids(self, kind):
         return []
 
+    def persistent_streams(self, kind):
+        return []
+
     def __getattr__(self, name):
         return lambda *a, **kw: self.calls.append(name)
 

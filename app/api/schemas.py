@@ -109,6 +109,8 @@ class StreamCreate(BaseModel):
                          description="rtsp://, rtsps://, http(s):// (HLS too); /dev/videoN only when the server allows "
                                      "devices. The server's source policy decides which hosts may be reached.")
     rtsp_transport: Literal["tcp", "udp"] | None = None
+    persistent: bool = Field(False, description="reconnect this stream when the server restarts (its source, "
+                                                "credentials included, is kept in the server's database)")
 
 
 class StreamInfo(BaseModel):
@@ -118,6 +120,7 @@ class StreamInfo(BaseModel):
     status: StreamStatusName
     error: str | None = None
     created_at: float
+    persistent: bool = False
     health: dict = Field(default_factory=dict, description="ingest counters: health, frames, drops, reconnects")
     events_url: str
 
