@@ -7,9 +7,7 @@ or adds a playlist segment, that points at an "internal service" on 127.0.0.2, w
 
 from __future__ import annotations
 
-import http.server
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from models.errors import BadInput
 from pipelines.media.policy import SourcePolicy
 from pipelines.media.sources import open_container, parse_source
+from tests.helpers.web import QuietHandler, serve
 
 POLICY = SourcePolicy(networks=("127.0.0.1/32",), allow_public=False)
 
@@ -26,12 +25,6 @@ class NamedCamera(SourcePolicy):
 
     def resolve(self, host: str) -> list[str]:
         return ["127.0.0.1"] if host == "camera.test" else super().resolve(host)
-
-
-def serve(address: str, handler) -> http.server.ThreadingHTTPServer:
-    server = http.server.ThreadingHTTPServer((address, 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
 
 
 @pytest.fixture(scope="module")
@@ -44,21 +37,16 @@ def web(tmp_path_factory, demo_clip):
                     "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", str(root / "vod.m3u8")], check=True)
     internal_hits: list[str] = []
 
-    class Internal(http.server.BaseHTTPRequestHandler):
+    class Internal(QuietHandler):
         def do_GET(self):  # noqa: N802
             internal_hits.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
+            self.reply(200, b"")
 
     internal = serve("127.0.0.2", Internal)
     evil = f"http://127.0.0.2:{internal.server_address[1]}"
     state = {"requests": {}, "hosts": set(), "ranges": 0, "posts": []}
 
-    class Camera(http.server.BaseHTTPRequestHandler):
+    class Camera(QuietHandler):
         def do_GET(self):  # noqa: N802
             n = state["requests"][self.path] = state["requests"].get(self.path, 0) + 1
             state["hosts"].add(self.headers.get("Host"))
@@ -83,17 +71,6 @@ def web(tmp_path_factory, demo_clip):
         def do_POST(self):  # noqa: N802 (a webhook receiver)
             state["posts"].append((self.headers.get("Host"), self.rfile.read(int(self.headers["Content-Length"]))))
             self.reply(200, b"")
-
-        def reply(self, status: int, body: bytes, **headers: str) -> None:
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
 
     camera = serve("127.0.0.1", Camera)
     yield camera.server_address[1], state, internal_hits
