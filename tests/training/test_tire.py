@@ -46,7 +46,7 @@ def test_backward_tracks_follow_visibility():
     assert 0.6 < tracked_share(30.0) < tracked_share(0.0)
     assert tracked_share(180.0) < 0.05
     colours, ok = carry_along_tracks(source, [source], images)
-    assert torch.allclose(colours[ok], images[0][ok])
+    assert torch.allclose(colours[ok], images[0][ok], atol=1e-4)  # sub-pixel sampling at the pixel centres
 
 
 def test_source_only_inpainter_continues_bands():
