@@ -87,9 +87,10 @@ def run_subject(name: str, cfg: Config, columns: int | None = None) -> dict:
     return row
 
 
-def _with_mean(rows: list[dict], label: str) -> list[dict]:
+def _with_mean(rows: list[dict]) -> list[dict]:
     keys = [k for k, v in rows[0].items() if isinstance(v, float)]
-    return rows + [{"subject": "mean", "texture": label, **{k: float(np.mean([r[k] for r in rows])) for k in keys}}]
+    mean = {k: float(np.mean([r[k] for r in rows])) for k in keys}
+    return rows + [{"subject": "mean", "texture": rows[0]["texture"], **mean}]
 
 
 def run_config(cfg: Config, seed: int = 0, progress=None) -> Result:
@@ -99,8 +100,8 @@ def run_config(cfg: Config, seed: int = 0, progress=None) -> Result:
         jobs += [(name, 1) for name in cfg.subjects]
     loop = jobs if progress is None else progress(jobs, desc="subjects", total=len(jobs))
     done = [run_subject(name, cfg, columns) for name, columns in loop]
-    main = _with_mean(done[:len(cfg.subjects)], "wrapped photo")
-    rows = main + (_with_mean(done[len(cfg.subjects):], "bands (control)") if cfg.control else [])
+    main = _with_mean(done[:len(cfg.subjects)])
+    rows = main + (_with_mean(done[len(cfg.subjects):]) if cfg.control else [])
     mean = main[-1]
     gain = mean["novel PSNR TIRE staged"] - mean["novel PSNR initial"]
     vs_oneshot = mean["novel PSNR TIRE staged"] - mean["novel PSNR one-shot"]
