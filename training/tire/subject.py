@@ -1,10 +1,10 @@
 """The subject: a sphere wearing a real photograph's colours, and the generator's initial guess of it.
 
 The ground-truth texture is a crop of a scikit-image photograph resized to `shape` (rows = latitude,
-columns = longitude) and wrapped around the sphere `repeats` times. The default keeps one column, so the
-subject is the photo's colour profile as bands around the sphere: its identity (which colours, in which
-order, where) continues onto the unseen back, as a real object's unseen side resembles its seen side, and
-the source view holds the evidence for it. Richer longitude detail can be asked for (`shape`, `repeats`).
+columns = longitude), tiled around the sphere `repeats` times or wrapped once and mirrored (`mirror`). One
+column gives bands, the same from every azimuth. The experiment wraps two columns mirrored: the back has
+its own colours but continues the sides, as a real object's unseen side differs from its seen side yet
+resembles it, so the source view still holds evidence for it.
 The initial asset stands in for a feed-forward image-to-3D generator (LGM in the paper): geometry right,
 the source-visible colours reconstructed, the unseen side a blurry, identity-less guess (the colours fitted
 to the source view, pulled towards the source's mean colour, then low-pass filtered over the sphere).
