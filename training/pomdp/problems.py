@@ -85,7 +85,7 @@ def escalation_pomdp(sensor: np.ndarray, onset: float, costs: EscalationCosts = 
 
 # Environment sets, each fixed before any policy was solved.
 CONDITIONS = ("as_written", "in_sample", "perturbed", "degraded")   # how the gate's sensor model was measured
-CAPTIONERS = ("perturbed", "degraded", "spurious")                 # captioners a deployment may meet
+CAPTIONERS = ("perturbed", "degraded", "spurious", "spurious_acts")               # captioners a deployment may meet
 SETTINGS = ("home", "away")                                        # where the camera is
 ENVSETS = ("folds", "conditions", "captioners", "settings")
 
