@@ -3,8 +3,8 @@
 `python -m training.pomdp.gate_sensors [--runs 2]` writes `data/gate_sensors.json`: for each measurement
 condition, a histogram (on `GRID` equal bins of [0, 1]) of the gate's probability on risk-free logs
 (every prefix of a dev log that ends before its risky segment) and on risky logs (the full log). The
-three conditions are the sensor models the escalation ME-POMDP has to be robust to, fixed before any
-policy was solved:
+conditions are the sensor models the escalation ME-POMDP has to be robust to, each fixed before a
+policy was solved on it:
 
 - `as_written`: the PaSBench dev logs as written;
 - `in_sample`: the same logs scored by the all-logs model that was fitted on them (the optimistic
