@@ -15,10 +15,10 @@ from models.safety.knowledge import load_rules
 from models.safety.logparse import Segment
 from models.safety.retrieval import RuleRetriever
 from training.pomdp.escalation import policy_document, solve_escalation
-from training.pomdp.gate_sensors import load
+from training.pomdp.gate_sensors import add_spurious, load, settings_of
 from training.pomdp.model import POMDP, environment_block, product
 from training.pomdp.plans import evaluate, simulate
-from training.pomdp.problems import bin_counts, me_escalation, me_tiger, sensor_model, tiger
+from training.pomdp.problems import bin_counts, environments, me_escalation, me_tiger, sensor_model, tiger
 from training.pomdp.robust import robust_mixture, single_environment, solve, worst_case_prior
 from training.pomdp.solvers import exact_plans, point_based_plans, reachable_beliefs
 
@@ -112,10 +112,12 @@ def test_gate_histograms_make_sensor_models():
         assert np.allclose(s.sum(1), 1) and s[1, -1] > s[0, -1] and s[0, 0] > s[1, 0]  # the gate separates
 
 
-def test_escalation_robust_policy_is_never_worse_than_a_single_sensor_policy_in_the_worst_case():
-    """The measured gate folds are ordered: one sensor model (the adversary's pick) is the hardest for every
-    policy, so the robust policy is that model's own policy and strictly beats the other four."""
-    me = me_escalation(load(), "folds")
+@pytest.mark.parametrize("envset", ["folds", "settings"])
+def test_escalation_robust_policy_is_never_worse_than_a_single_sensor_policy_in_the_worst_case(envset):
+    """The measured gate's sets are ordered (the held-out folds; a camera at home or away, each with its own
+    measured hazard): one environment (the adversary's pick) is the hardest for every policy, so the robust
+    policy is that environment's own policy and strictly beats the others' (docs/training/pomdp.md)."""
+    me = me_escalation(load(), envset)
     sol = solve(me, 25, "point", n_beliefs=150, rounds=3)
     robust_worst = (sol.mixture @ sol.values).min()
     hardest = int(np.argmax(sol.prior))
@@ -125,9 +127,31 @@ def test_escalation_robust_policy_is_never_worse_than_a_single_sensor_policy_in_
         root = plans.best_root(me.initial[i])
         worst = min(evaluate(plans, e)[0][root] @ b for e, b in zip(me.envs, me.initial, strict=True))
         if i == hardest:
-            assert robust_worst == pytest.approx(worst, abs=1e-6)
+            assert robust_worst == pytest.approx(worst, abs=1e-4)
         else:
-            assert robust_worst > worst + 0.1
+            assert robust_worst > worst + (0.1 if envset == "folds" else 0.01)
+
+
+def test_escalation_environment_sets_are_measured():
+    measured = load()
+    assert me_escalation(measured, "captioners").names == ("perturbed", "degraded", "spurious", "spurious_acts")
+    home, away = (environments(measured, "settings")[w][1] for w in ("home", "away"))
+    assert 0.1 < home < away < 0.4  # risk starts more often per segment away from home (as written)
+    with pytest.raises(ValueError):
+        me_escalation(measured, "rooms")
+
+
+def test_spurious_captioner_adds_other_logs_sentences_the_same_way_in_every_prefix():
+    segs = [Segment("07:00", "Kitchen", "A kettle.", "She makes tea."), Segment("08:00", "Park", "Trees.", "He walks."),
+            Segment("", "", "Grass.", "He sits.")]
+    pool = [(0, "OWN SENTENCE."), (1, "A gas water heater.")]
+    full = add_spurious(segs, pool, 0, seed=3, rate=1.0, field="environment")
+    assert all(s.environment.endswith("A gas water heater.") and s.behavior == o.behavior
+               for s, o in zip(full, segs, strict=True))  # never the log's own sentence, only the named field
+    some = add_spurious(segs, pool, 0, seed=3, rate=0.5, field="behavior")
+    assert add_spurious(segs[:2], pool, 0, seed=3, rate=0.5, field="behavior") == some[:2]
+    assert add_spurious(segs, pool, 0, seed=3, rate=0.0) == segs
+    assert settings_of(segs) == ["home", "away", "away"]
 
 
 def test_shipped_escalation_policy_is_what_the_solver_writes():

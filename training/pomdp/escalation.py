@@ -17,7 +17,7 @@ import numpy as np
 
 from models.safety.escalation import ESCALATION_FILE, LEVELS
 from training.pomdp.gate_sensors import load
-from training.pomdp.problems import EDGES, ESCALATION_ACTIONS, EscalationCosts, me_escalation
+from training.pomdp.problems import EDGES, ENVSETS, ESCALATION_ACTIONS, EscalationCosts, me_escalation
 from training.pomdp.robust import RobustSolution, solve
 
 HORIZON = 40
@@ -48,7 +48,7 @@ def policy_document(sol: RobustSolution, names: tuple[str, ...], envset: str) ->
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.pomdp.escalation", description=__doc__.splitlines()[0])
-    p.add_argument("--envset", default=ENVSET, choices=("folds", "conditions"))
+    p.add_argument("--envset", default=ENVSET, choices=ENVSETS)
     p.add_argument("--out", default=str(ESCALATION_FILE))
     a = p.parse_args(argv)
     sol, names = solve_escalation(envset=a.envset)

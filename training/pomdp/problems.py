@@ -83,19 +83,44 @@ def escalation_pomdp(sensor: np.ndarray, onset: float, costs: EscalationCosts = 
     return POMDP(T, obs, R, discount, ESCALATION_ACTIONS, names)
 
 
-def sensor_sets(measured: dict) -> dict[str, dict[str, dict]]:
-    """Named environment sets: the four measurement conditions, and the five held-out folds of the
-    perturbed condition (the spread of a sensor model estimated from a fifth of the logs)."""
-    folds = measured.get("folds", {}).get("perturbed", [])
-    return {"conditions": dict(measured["conditions"]),
-            "folds": {f"fold {i}": h for i, h in enumerate(folds)}}
+# Environment sets, each fixed before any policy was solved.
+CONDITIONS = ("as_written", "in_sample", "perturbed", "degraded")   # how the gate's sensor model was measured
+CAPTIONERS = ("perturbed", "degraded", "spurious", "spurious_acts")               # captioners a deployment may meet
+SETTINGS = ("home", "away")                                        # where the camera is
+ENVSETS = ("folds", "conditions", "captioners", "settings")
+
+
+def environments(measured: dict, envset: str) -> dict[str, tuple[dict, float]]:
+    """Named (histograms, hazard) per environment of `envset`:
+
+    - conditions: the four measurement conditions; folds: the five held-out folds of the perturbed
+      condition (the spread of a sensor model estimated from a fifth of the logs); both at the dev logs' hazard;
+    - captioners: the captioners a camera may have, erring in opposite directions: the evaluation's
+      perturbations, a degraded one that loses evidence (under-reports) and one that adds hazard objects
+      from other scenes (over-reports), at the dev logs' hazard;
+    - settings: a camera at home or away, each with the perturbed condition's histograms of the segments
+      scored there and its own hazard (risky segments over risk-free ones there, as written).
+    """
+    if envset not in ENVSETS:
+        raise ValueError(f"unknown environment set {envset!r} (one of {', '.join(ENVSETS)})")
+    conditions, onset = measured["conditions"], hazard(measured)
+    if envset == "conditions":
+        return {c: (conditions[c], onset) for c in CONDITIONS if c in conditions}
+    if envset == "folds":
+        return {f"fold {i}": (h, onset) for i, h in enumerate(measured.get("folds", {}).get("perturbed", []))}
+    if envset == "captioners":
+        return {c: (conditions[c], onset) for c in CAPTIONERS} if set(CAPTIONERS) <= set(conditions) else {}
+    by_setting = measured.get("settings", {})
+    if not by_setting:
+        return {}
+    written = by_setting["as_written"]
+    return {w: (by_setting["perturbed"][w], sum(written[w]["risky"]) / sum(written[w]["safe"])) for w in SETTINGS}
 
 
 def me_escalation(measured: dict, envset: str = "folds", costs: EscalationCosts = EscalationCosts()) -> MEPOMDP:
-    """One environment per sensor model of `envset` (see `sensor_sets`); every stream starts safe."""
-    sensors = sensor_sets(measured)[envset]
-    if not sensors:
+    """One environment per sensor model (and hazard) of `envset` (see `environments`); every stream starts safe."""
+    envs = environments(measured, envset)
+    if not envs:
         raise ValueError(f"the measurement has no {envset!r} sensor models")
-    onset = hazard(measured)
-    envs = tuple(escalation_pomdp(sensor_model(h, measured["grid"]), onset, costs) for h in sensors.values())
-    return MEPOMDP(envs, np.tile([1.0, 0.0], (len(envs), 1)), tuple(sensors))
+    pomdps = tuple(escalation_pomdp(sensor_model(h, measured["grid"]), onset, costs) for h, onset in envs.values())
+    return MEPOMDP(pomdps, np.tile([1.0, 0.0], (len(pomdps), 1)), tuple(envs))
