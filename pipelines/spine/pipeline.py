@@ -58,7 +58,8 @@ class Pipeline:
         self.sink = SinkActor.remote(self.spec.name, job_id, db_path, webhook=options.webhook)
         self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
                                          options.max_side, options.duration_s, options.reconnect,
-                                         options.watchdog_s, options.open_timeout_s, budget=options.budget)
+                                         options.watchdog_s, options.open_timeout_s, budget=options.budget,
+                                         record=options.record)
         try:  # the stream's stages are built (and a host's models loaded) before the first second
             ray.get([self.actors[n].open.remote(self.stream, c) for n, c in self.configs.items()]
                     + [self.sink.ready.remote()])
