@@ -109,9 +109,11 @@ def test_timeline_lanes_labels_and_click_to_play(timeline_page, tmp_path):
         played = b.js("document.querySelector('.st-key-chart_twenty video').currentTime")
 
         # the mouse wheel over the lanes zooms their shared time axis (long streams)
+        time.sleep(1)
         before = b.js(X_LABELS)
-        box = b.js("(() => { const r = document.querySelector('.st-key-chart_twenty svg').getBoundingClientRect(); "
-                   "return [r.left + r.width * 0.6, r.top + r.height * 0.5]; })()")
+        box = b.js("""(() => { const p = [...document.querySelectorAll('.st-key-chart_twenty path[aria-roledescription="bar"]')]
+            .find(p => p.getAttribute('aria-label').includes('name: Door knock;')); const r = p.getBoundingClientRect();
+            return [r.left + r.width / 2, r.top + r.height / 2]; })()""")
         b.call("Input.dispatchMouseEvent", type="mouseWheel", x=box[0], y=box[1], deltaX=0, deltaY=-400)
         b.wait_for(f"JSON.stringify({X_LABELS}) !== {json.dumps(json.dumps(before))}", 20, "a zoomed time axis")
         after = b.js(X_LABELS)
