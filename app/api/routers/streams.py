@@ -74,7 +74,7 @@ def remove_stream(stream_id: str, svc: Services = Depends(services)) -> StreamIn
 
 
 @router.put("/{stream_id}/watches", response_model=StreamInfo,
-            responses={404: {"model": Problem}, 409: {"model": Problem}},
+            responses={400: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}},
             summary="Replace a running stream's standing queries (watches); they are checked from its next second")
 def set_watches(stream_id: str, body: WatchesUpdate, svc: Services = Depends(services)) -> StreamInfo:
     try:
