@@ -23,12 +23,15 @@ def test_timeline_has_a_lane_per_modality_with_human_names_and_one_click_selecti
     assert all("layer" not in lane and lane["mark"]["type"] == "bar" for lane in lanes)  # nothing to union
     assert lanes[0]["encoding"]["y"]["sort"] == ["Speech", "Telephone bell ringing"]
     assert lanes[0]["encoding"]["x"]["scale"]["domain"] == [0, 100.0]
-    assert spec["params"][0]["name"] == "pick" and len(spec["params"][0]["views"]) == 3
+    params = {p["name"]: p for p in spec["params"]}
+    assert len(params["pick"]["views"]) == 3 and params["pick"]["select"]["on"] == "click"
+    assert params["zoom"]["bind"] == "scales" and params["zoom"]["select"]["encodings"] == ["x"]  # wheel zoom, all lanes
+    assert len(params["zoom"]["views"]) == 3
     frame = timeline_frame(events, 100.0)
     bell = frame[frame["name"] == "Telephone bell ringing"].iloc[0]
     assert bell["when"] == "01:10-01:10" and bell["shown_end"] > bell["end"]  # short events stay visible
     assert list(frame[frame["lane"] == "audio-visual"]["name"]) == ["(no events)"]
-    assert "params" not in timeline_chart([], None, selectable=False).to_dict()
+    assert [p["name"] for p in timeline_chart([], None, selectable=False).to_dict()["params"]] == ["zoom"]
     assert human_label("dog__bark") == "Dog bark" and mmss(3725) == "1:02:05"
 
 
