@@ -169,6 +169,10 @@ def test_a_fired_watch_plays_back_from_the_recording(live, tmp_path):
     text = page_text(b)
     shot = tmp_path / "playback.png"
     b.screenshot(shot)
+    b.js("[...document.querySelectorAll('h3')].find(h => h.innerText.trim() === 'Alerts').scrollIntoView()")
+    time.sleep(0.5)
+    alerts_shot = tmp_path / "alerts.png"  # the alerts (when the safety monitor raised one) and the play buttons
+    b.screenshot(alerts_shot)
     moment = float(re.search(r"before a telephone is ringing \(watch\) at \d\d:\d\d \(([0-9.]+) s\)", text)[1])
     clip = httpx.get(src if src.startswith("http") else url + src, timeout=30).content
     with av.open(io.BytesIO(clip)) as container:
@@ -182,6 +186,9 @@ def test_a_fired_watch_plays_back_from_the_recording(live, tmp_path):
     assert 2.0 <= moment - (origin + position) <= 4.0, (moment, origin, position)
     check_png(shot)
     keep_screenshot(shot, "dashboard-playback.png")
+    check_png(alerts_shot)
+    if "no alerts" not in text:
+        keep_screenshot(alerts_shot, "dashboard-live-alerts.png")
 
 
 @pytest.mark.slow
