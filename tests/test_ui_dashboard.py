@@ -212,6 +212,22 @@ def test_boxes_are_drawn_scaled_onto_the_picture():
     assert np.array_equal(np.asarray(draw_boxes(frame, None)), frame)
 
 
+def test_pose_skeletons_are_drawn_where_the_landmarks_are():
+    import numpy as np
+
+    from ui.picture import draw_boxes
+
+    frame = np.zeros((200, 400, 3), np.uint8)
+    marks = [[0.0, 0.0, 0.0, 0.0]] * 33  # MediaPipe's 33 landmarks, in 0-1 of the picture; unseen ones are skipped
+    marks = [list(m) for m in marks]
+    marks[11], marks[12] = [0.25, 0.5, 0, 0.9], [0.75, 0.5, 0, 0.9]  # the shoulders: a line across the middle
+    marks[23] = [0.25, 0.9, 0, 0.1]  # a hip barely seen: no line to it
+    out = np.asarray(draw_boxes(frame, {"frame_size": [640, 360], "pose": [{"id": 1, "landmarks": marks}]}))
+    assert tuple(out[100, 200]) == (0x17, 0xbe, 0xcf)  # on the shoulder line
+    assert not out[130:175, 95:105].any()  # nothing towards the unseen hip
+    assert not out[:, :90].any() and not out[:, 310:].any()  # and nothing beyond the shoulders
+
+
 def test_a_dashboard_starting_ends_only_its_own_interrupted_streams(tmp_path):
     from ui.backend import stream_manager
 
