@@ -87,3 +87,41 @@ def test_union_leaves_covered_classes_to_prefm_and_on_screen_classes_to_the_dete
     assert {LLP_AUDIOSET[llp] for llp in covers["audio"]} <= suppressed
     assert "Applause" not in suppressed and "Cello" not in suppressed
     assert not {"Cat", "Dog", "Car", "Motorcycle"} & kept["visual"]
+
+
+class _Scripted:
+    """An event source that closes the given events at the second they end (stands in for PreFM or tags)."""
+
+    def __init__(self, events: list[dict]):
+        self.events = events
+
+    def step(self, record, speech, audio, visual):
+        return [e for e in self.events if e["end"] == record.end], [], {}
+
+    def finish(self, speech):
+        return []
+
+
+def test_a_heard_prefm_event_needs_the_tagger_to_agree():
+    from models.prefm import SHIPPED_CHECKPOINT
+    from pipelines.stages.config import StageConfig
+    from pipelines.stages.record import Second
+    from pipelines.stages.union import UnionEvents
+
+    phone = {"label": "Telephone_bell_ringing", "modality": "audio", "start": 2.0, "end": 4.0, "source": "prefm"}
+    speaker = {"label": "Speech", "modality": "audio-visual", "start": 5.0, "end": 6.0, "source": "prefm"}
+    heard = {2: {"Bark": 0.9, "Dog": 0.6}, 3: {"Bark": 0.8}, 5: {"Speech": 0.2}}  # no phone; speech too faint
+
+    def run(tags: dict[int, dict], evidence: float) -> list[str]:
+        union = UnionEvents(_Scripted([phone, speaker]), _Scripted([]), SHIPPED_CHECKPOINT, evidence)
+        out = []
+        for t in range(7):
+            closed, _, _ = union.step(Second(index=t, start=float(t), end=float(t + 1)), {},
+                                      {"available": True, "tags": tags.get(t, {})}, None)
+            out += [e["label"] for e in closed]
+        return out
+
+    assert StageConfig().prefm_evidence > 0  # on by default (chosen on val)
+    assert run(heard, 0.3) == []  # a phone over barking, speech the tagger barely hears: both dropped
+    assert run(heard, 0.0) == ["Telephone_bell_ringing", "Speech"]  # the check off: PreFM alone
+    assert run({**heard, 3: {"Ringtone": 0.5}, 5: {"Speech": 0.6}}, 0.3) == ["Telephone_bell_ringing", "Speech"]

@@ -5,8 +5,6 @@ Every network target here is 127.0.0.x or `localhost`; servers started here stop
 
 from __future__ import annotations
 
-import http.server
-import threading
 from types import SimpleNamespace
 
 import pytest
@@ -19,6 +17,7 @@ from app.services.settings import Settings
 from app.services.streams import StreamManager
 from pipelines.media.policy import GENERIC_REFUSAL, SourcePolicy, SourceRefused, redact_url
 from pipelines.sinks.webhooks import WebhookConfig, WebhookSender
+from tests.helpers.web import QuietHandler, serve
 
 KEY = "k-123"
 LOOPBACK_ONLY = SourcePolicy(networks=("127.0.0.1/32",), allow_public=False)
@@ -31,6 +30,9 @@ class RecordingStore:
         self.calls = []
 
     def unfinished_job_ids(self, kind):
+        return []
+
+    def persistent_streams(self, kind):
         return []
 
     def __getattr__(self, name):
@@ -106,22 +108,13 @@ def web():
     routes: dict[str, tuple[int, dict, bytes]] = {}
     hits: list[str] = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self):  # noqa: N802
             hits.append(self.path)
             status, headers, body = routes.get(self.path, (404, {}, b""))
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.reply(status, body, **headers)
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve("127.0.0.1", Handler)
     yield f"http://127.0.0.1:{server.server_address[1]}", routes, hits
     server.shutdown()
 

@@ -132,7 +132,7 @@ def test_perception_grounding_reports_the_documented_keys():
     """What `foresight eval perception` calls; scored on val here (test is scored once per shipped model)."""
     from pathlib import Path
 
-    from training.trisense.evaluate import perception_grounding
+    from training.trisense.generalise import perception_grounding
 
     corpus = Path(__file__).resolve().parents[1] / "data" / "corpus_v3"
     if not (corpus / "grounding" / "val.jsonl").is_file():

@@ -40,6 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.services = Services(settings, store, job_manager, stream_manager,
                                       SearchService(store, job_manager.grounder), metrics)
         job_manager.start()
+        stream_manager.resume()  # persistent streams that ran when the last server stopped
         if not os.environ.get("RAY_ADDRESS"):  # a local cluster ends with this server, even after kill -9
             start_reaper()
         # Load the search encoder now rather than on the first query (seconds on a small machine).

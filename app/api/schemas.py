@@ -110,6 +110,8 @@ class StreamCreate(BaseModel):
                          description="rtsp://, rtsps://, http(s):// (HLS too); /dev/videoN only when the server allows "
                                      "devices. The server's source policy decides which hosts may be reached.")
     rtsp_transport: Literal["tcp", "udp"] | None = None
+    persistent: bool = Field(False, description="reconnect this stream when the server restarts (its source, "
+                                                "credentials included, is kept in the server's database)")
     watches: list[Watch] = Field(
         default_factory=list, max_length=20, description="standing queries, checked every 5 s over the last 30 s")
 
@@ -126,6 +128,7 @@ class StreamInfo(BaseModel):
     status: StreamStatusName
     error: str | None = None
     created_at: float
+    persistent: bool = False
     health: dict = Field(default_factory=dict, description="ingest counters: health, frames, drops, reconnects")
     events_url: str
     watches: list[str] = Field(default_factory=list, description="its standing queries")

@@ -67,6 +67,8 @@ class LiveStream:
     watcher: threading.Thread | None = None
     stopping: bool = False
     options: AnalyzeOptions | None = None  # what it runs with (its watches, thresholds), for lists such as the UI's
+    persistent: bool = False  # reconnected when the server restarts (its source is kept in the store)
+    restarts: int = 0
 
     @property
     def terminal(self) -> bool:
@@ -120,15 +122,34 @@ class StreamManager:
         self.recordings, self.retention = recordings, retention  # each stream's ring under recordings/<job id>/
         self.streams: dict[str, LiveStream] = {}
         self._lock = threading.Lock()
-        # A stream that ran when a previous server died (even `kill -9`) cannot come back on its own (its
-        # source is stored redacted): it ends with a reason instead of staying "running" forever.
+        self._closing = False
+        # A stream that ran when a previous server died (even `kill -9`) ends with a reason instead of staying
+        # "running" forever; a persistent one is reconnected by `resume()` under a new job.
+        persistent = {row["job_id"] for row in store.persistent_streams(job_kind)}
         for job_id in store.unfinished_job_ids(job_kind):
-            store.update_job(job_id, status="failed",
-                             error="interrupted: the server stopped while the stream ran; add it again")
+            store.update_job(job_id, status="failed", error="interrupted: the server stopped while the stream ran; "
+                             + ("it was persistent and restarts under a new job" if job_id in persistent
+                                else "add it again"))
+
+    def resume(self) -> list[LiveStream]:
+        """Reconnect the persistent streams that were running when the last server stopped (same stream ids,
+        new jobs); one whose source is refused now, or that finds no room, is logged and forgotten."""
+        resumed = []
+        for row in self.store.persistent_streams(self.job_kind):
+            try:
+                resumed.append(self.add(row["source"], row["rtsp_transport"], persistent=True,
+                                        stream_id=row["stream_id"], restarts=row["restarts"] + 1))
+            except (SourceRefused, BadInput, TooManyStreams) as exc:
+                log.warning("persistent stream %s not restarted: %s", row["stream_id"],
+                            scrub(getattr(exc, "reason", None) or str(exc), row["source"]))
+                self.store.forget_stream(row["stream_id"])
+        return resumed
 
     def add(self, source: str, rtsp_transport: str | None = None, options: AnalyzeOptions | None = None,
+            persistent: bool = False, stream_id: str | None = None, restarts: int = 0,
             watches: list[str] | None = None) -> LiveStream:
         """Accept a live URL or device and connect in the background (the stream starts as "starting").
+        A `persistent` stream is reconnected after a server restart (`resume`) until it is removed or ends.
 
         With a `policy` (API callers), the source must pass it: SourceRefused (one generic message) for local
         paths, other schemes and hosts outside the allowed networks, checked here after DNS resolution and
@@ -143,16 +164,19 @@ class StreamManager:
             options.rtsp_transport = rtsp_transport
         if self.policy is not None:
             self.policy.check_source_quick(source)
+            options.source_policy = self.policy  # and every connection the ingest makes is checked and pinned
         spec = live_spec(source, options.rtsp_transport, "a stream needs a URL (rtsp://, http(s)://) or a "
                          "/dev/videoN device; upload files to /v1/analyze")
         with self._lock:
             if sum(not s.terminal for s in self.streams.values()) >= self.max_streams:
                 raise TooManyStreams(f"{self.max_streams} streams are running already")
-            sid = uuid.uuid4().hex[:12]
+            sid = stream_id or uuid.uuid4().hex[:12]
+            job_id = f"stream-{sid}" + (f"-r{restarts}" if restarts else "")
             if self.recordings is not None and self.retention is not None:
                 running = {s.job_id for s in self.streams.values() if not s.terminal}
-                options.record = record_config(self.recordings, f"stream-{sid}", self.retention, running)
-            stream = LiveStream(sid, spec.name, job_id=f"stream-{sid}", created_at=time.time(), options=options)
+                options.record = record_config(self.recordings, job_id, self.retention, running)
+            stream = LiveStream(sid, spec.name, job_id=job_id, created_at=time.time(), options=options,
+                                persistent=persistent, restarts=restarts)
             self.streams[sid] = stream
         stream.watcher = threading.Thread(target=self._run, args=(stream, source, spec, options),
                                           name=f"stream-{sid}", daemon=True)
@@ -168,6 +192,9 @@ class StreamManager:
                 raise SourceRefused("stopped before it started")
             self.store.add_source(redact_url(spec.uri), spec.kind.value, source_id=stream.id)
             self.store.create_job(self.job_kind, spec.name, job_id=stream.job_id)
+            if stream.persistent:
+                self.store.remember_stream(stream.id, self.job_kind, source, options.rtsp_transport, stream.job_id,
+                                           stream.restarts)
             stream.pipeline = start_pipeline(self.store, source, options, stream.job_id, source_id=stream.id,
                                              public_error=GENERIC_REFUSAL if self.policy is not None else None)
         except BaseException as exc:
@@ -176,6 +203,8 @@ class StreamManager:
             stream.error = (GENERIC_REFUSAL if self.policy is not None or isinstance(exc, SourceRefused)
                             else scrub(str(exc), source))
             stream.status = "stopped" if stream.stopping else "failed"
+            if stream.persistent and not self._closing:
+                self.store.forget_stream(stream.id)
             return
         stream.status = "running"
         if stream.stopping:
@@ -203,6 +232,8 @@ class StreamManager:
         except Exception:
             stream.final_feed = []
         stream.error, stream.status = error, status
+        if stream.persistent and not self._closing:  # removed, or ended for good: not reconnected next time
+            self.store.forget_stream(stream.id)
         pipe.close()
 
     def get(self, sid: str) -> LiveStream | None:
@@ -264,5 +295,7 @@ class StreamManager:
         return {"stats": prog["stats"], "position": prog["position"], "latencies": lat[-300:]}
 
     def close(self) -> None:
+        """Stop every stream; persistent ones stay remembered, so the next server reconnects them."""
+        self._closing = True
         for stream in self.list():
             self.remove(stream.id, timeout=10)

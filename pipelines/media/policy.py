@@ -97,8 +97,9 @@ class SourcePolicy:
             raise SourceRefused(f"cannot resolve {host!r}")
         return out
 
-    def check_url(self, url: str) -> None:
-        """Scheme, then every resolved address of the host; SourceRefused with the reason."""
+    def check_url(self, url: str) -> str:
+        """Scheme, then every resolved address of the host; SourceRefused with the reason. Returns the address
+        to connect to (IPv4 first), so a caller can pin the connection to what was checked."""
         try:
             parts = urlsplit(url)
             host = parts.hostname
@@ -112,9 +113,21 @@ class SourcePolicy:
             raise SourceRefused("URL without a host")
         if self.hosts and not _is_ip(host) and not any(fnmatch.fnmatch(host.lower(), h.lower()) for h in self.hosts):
             raise SourceRefused(f"host {host!r} is not in the allowed host names")
-        for address in self.resolve(host):
+        addresses = sorted(self.resolve(host), key=lambda a: (":" in a, a))
+        for address in addresses:
             if not self.address_allowed(address):
                 raise SourceRefused(f"{host} resolves to {address}, outside the allowed networks")
+        return addresses[0]
+
+    def pin(self, url: str) -> tuple[str, str]:
+        """`url` with its host replaced by the checked address it resolves to (user info kept), and the original
+        host[:port] for the Host header and TLS SNI: a connection to the result cannot be rebound elsewhere."""
+        address = self.check_url(url)
+        parts = urlsplit(url)
+        userinfo, _, hostport = parts.netloc.rpartition("@")
+        netloc = (f"{userinfo}@" if userinfo else "") + (f"[{address}]" if ":" in address else address)
+        netloc += f":{parts.port}" if parts.port else ""
+        return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), hostport
 
     def check_source_quick(self, source: str) -> None:
         """What can be checked without fetching anything: local paths, the scheme, the host's addresses."""

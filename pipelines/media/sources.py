@@ -16,7 +16,8 @@ from pathlib import Path
 import av
 
 from models.errors import BadInput
-from pipelines.media.policy import ffmpeg_protocols, redact_url, scrub
+from pipelines.media.guarded_io import GuardedHttp
+from pipelines.media.policy import SourcePolicy, SourceRefused, ffmpeg_protocols, redact_url, scrub
 
 VIDEO_EXTENSIONS = {".mp4", ".mkv", ".mov", ".avi", ".webm", ".ts", ".m4v", ".flv", ".mpg", ".mpeg", ".wmv", ".3gp"}
 AUDIO_EXTENSIONS = {".wav", ".mp3", ".flac", ".ogg", ".oga", ".m4a", ".aac", ".opus"}
@@ -40,6 +41,8 @@ class SourceSpec:
     live: bool
     format: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+    # Sources named by remote callers: every connection FFmpeg makes is checked and pinned (`guarded_io`).
+    guard: SourcePolicy | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -48,11 +51,13 @@ class SourceSpec:
         return redact_url(self.uri)  # never show credentials (results, job rows, metrics, logs)
 
 
-def parse_source(uri: str, rtsp_transport: str = "tcp", live: bool | None = None) -> SourceSpec:
+def parse_source(uri: str, rtsp_transport: str = "tcp", live: bool | None = None,
+                 guard: SourcePolicy | None = None) -> SourceSpec:
     """Classify `uri` (a path, `/dev/videoN`, `rtsp://`, `http(s)://`, HLS `.m3u8`) into a SourceSpec.
 
     `live` overrides the default (devices, RTSP and HLS are live; files and plain HTTP downloads are not).
-    Raises BadInput for paths that do not exist or are not regular files.
+    Raises BadInput for paths that do not exist or are not regular files. With `guard` (sources named by a
+    remote caller), every network connection made for the source is checked against that policy and pinned.
     """
     uri = uri.strip()
     if not uri:
@@ -62,11 +67,11 @@ def parse_source(uri: str, rtsp_transport: str = "tcp", live: bool | None = None
         if rtsp_transport not in ("tcp", "udp"):
             raise BadInput(f"rtsp transport must be tcp or udp, not {rtsp_transport!r}")
         opts = {"rtsp_transport": rtsp_transport}
-        return SourceSpec(uri, SourceKind.RTSP, True if live is None else live, options=opts)
+        return SourceSpec(uri, SourceKind.RTSP, True if live is None else live, options=opts, guard=guard)
     if lower.startswith(("http://", "https://")):
         if re.search(r"\.m3u8(\?|$)", lower):
-            return SourceSpec(uri, SourceKind.HLS, True if live is None else live)
-        return SourceSpec(uri, SourceKind.HTTP, False if live is None else live)
+            return SourceSpec(uri, SourceKind.HLS, True if live is None else live, guard=guard)
+        return SourceSpec(uri, SourceKind.HTTP, False if live is None else live, guard=guard)
     scheme = re.match(r"([a-z][a-z0-9+.-]*)://", lower)
     if scheme:
         raise BadInput(f"unsupported URL scheme {scheme.group(1)}:// (use rtsp://, rtsps://, http:// or https://)")
@@ -101,9 +106,18 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
     protocols = ffmpeg_protocols(spec.uri)
     if protocols:  # a playlist or redirect cannot point FFmpeg at file: or another protocol
         options.setdefault("protocol_whitelist", protocols)
+    uri, io_open = spec.uri, None
     try:
-        return av.open(spec.uri, mode="r", format=spec.format, options=options,
-                       timeout=(open_timeout_s, read_timeout_s))
+        if spec.guard is not None and spec.kind in (SourceKind.HTTP, SourceKind.HLS):
+            io_open = GuardedHttp(spec.guard, read_timeout_s).open  # every URL FFmpeg opens goes through it
+            options["http_persistent"] = "0"  # HLS would reuse FFmpeg's own HTTP connection (asserts on ours)
+        elif spec.guard is not None and spec.kind is SourceKind.RTSP:
+            uri = spec.guard.pin(spec.uri)[0]  # FFmpeg connects to the address that was checked
+    except SourceRefused as exc:
+        raise BadInput(f"{spec.name}: source refused ({exc.reason})") from None
+    try:
+        return av.open(uri, mode="r", format=spec.format, options=options,
+                       timeout=(open_timeout_s, read_timeout_s), io_open=io_open)
     except av.error.InvalidDataError:
         raise BadInput(f"{spec.name}: not a readable media file (invalid data)") from None
     except av.error.ExitError:

@@ -9,6 +9,7 @@ leaves either the previous state or the new one, never half a result: that is wh
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -62,6 +63,10 @@ CREATE TABLE IF NOT EXISTS grounding_windows (
     present INTEGER NOT NULL, PRIMARY KEY (source_id, start)
 );
 CREATE TABLE IF NOT EXISTS grounding_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS stream_restarts (
+    stream_id TEXT PRIMARY KEY, kind TEXT NOT NULL, source TEXT NOT NULL, rtsp_transport TEXT NOT NULL,
+    job_id TEXT NOT NULL, restarts INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL
+);
 """.replace("{jobs}", JOBS_TABLE)
 GROUNDING_TABLES = ("grounding_clips", "grounding_seconds", "grounding_windows")
 
@@ -72,6 +77,8 @@ class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():  # owner-only: persistent streams keep their source, credentials included
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         self._lock = threading.RLock()
         self.db = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
         self.db.row_factory = sqlite3.Row
@@ -135,6 +142,22 @@ class Store:
         with self._lock:
             return [r[0] for r in self.db.execute(
                 "SELECT id FROM jobs WHERE status IN ('queued', 'running') AND kind=?", (kind,))]
+
+    # -- persistent streams: what a restarted server reconnects ------------------------------------------
+    def remember_stream(self, stream_id: str, kind: str, source: str, rtsp_transport: str, job_id: str,
+                        restarts: int = 0) -> None:
+        """Keep a persistent stream's source (unredacted: it must be reopened) while the stream runs."""
+        self._tx(lambda db: db.execute("INSERT OR REPLACE INTO stream_restarts VALUES (?,?,?,?,?,?,?)",
+                                       (stream_id, kind, source, rtsp_transport, job_id, restarts, time.time())))
+
+    def forget_stream(self, stream_id: str) -> None:
+        self._tx(lambda db: db.execute("DELETE FROM stream_restarts WHERE stream_id=?", (stream_id,)))
+
+    def persistent_streams(self, kind: str) -> list[dict]:
+        """Streams of `kind` that were running when the last server stopped and are to be reconnected."""
+        with self._lock:
+            return [dict(r) for r in self.db.execute(
+                "SELECT * FROM stream_restarts WHERE kind=? ORDER BY created_at", (kind,))]
 
     def recent_jobs(self, limit: int = 50) -> list[dict]:
         """The latest jobs first, without their result JSON (for lists such as the dashboard's history)."""

@@ -9,6 +9,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -68,10 +69,12 @@ class WebhookSender:
                     return
                 for attempt in range(self.config.retries + 1):
                     try:
-                        if self.config.policy is not None:  # after DNS resolution, on every delivery
-                            self.config.policy.check_url(self.config.url)
+                        url, headers, extensions = self.config.url, {}, {}
+                        if self.config.policy is not None:  # after DNS resolution, on every delivery, and the
+                            url, headers["Host"] = self.config.policy.pin(url)  # post goes to the checked address
+                            extensions["sni_hostname"] = urlsplit(self.config.url).hostname
                         # httpx does not follow redirects unless told to: a 3xx counts as a failure
-                        client.post(self.config.url, json=payload).raise_for_status()
+                        client.post(url, json=payload, headers=headers, extensions=extensions).raise_for_status()
                         self.sent += 1
                         break
                     except SourceRefused as exc:

@@ -53,7 +53,7 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     """
     options = options or AnalyzeOptions()
     limit_threads(1)
-    spec = parse_source(source, options.rtsp_transport, options.live)
+    spec = parse_source(source, options.rtsp_transport, options.live, options.source_policy)
     started = time.perf_counter()
     nodes = graph.nodes(options)
     stages = {node.name: cache.get(node, options) for node in nodes}

@@ -43,7 +43,7 @@ class Pipeline:
         from pipelines.spine.runtime import ensure_ray
 
         self.options = options = options or AnalyzeOptions()
-        self.spec: SourceSpec = parse_source(source, options.rtsp_transport, options.live)
+        self.spec: SourceSpec = parse_source(source, options.rtsp_transport, options.live, options.source_policy)
         if not source_checked:  # fail fast on bad input, before Ray and models
             check_source(self.spec, options.open_timeout_s, network=not options.reconnect.retry_before_data)
         if options.grounding.enabled:

@@ -34,6 +34,9 @@ class StageConfig:
     events_model: str = "auto"  # "union", "prefm" (LLP classes only), "tags" (AudioSet/COCO only); auto: union if shipped
     prefm_checkpoint: str | None = None
     prefm_threshold: float = 0.7  # chosen on corpus v3 val (docs/results/prefm_threshold_val.json)
+    # In the union, a PreFM event that is heard needs the tagger's score for its class (or a related AudioSet
+    # name) to reach this in one of its seconds; 0 turns the check off.
+    prefm_evidence: float = 0.3  # chosen on corpus v3 val (docs/results/prefm_evidence_val.json)
     safety: bool = True
     safety_threshold: float | None = None  # None: the monitor's default (see docs/safety.md)
     safety_escalation: str | None = None  # None: one threshold; "robust" or a policy file: watch/warn/alarm

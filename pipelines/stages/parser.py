@@ -146,7 +146,7 @@ class ParserStage:
         else:
             from pipelines.stages.union import UnionEvents
 
-            self.events = UnionEvents(PrefmEvents(config, path), TagEvents(config), path)
+            self.events = UnionEvents(PrefmEvents(config, path), TagEvents(config), path, config.prefm_evidence)
 
     def process(self, record: Second, speech: dict, audio: dict, visual: dict | None = None) -> Second:
         closed, active, anticipation = self.events.step(record, speech, audio, visual)

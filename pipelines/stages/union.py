@@ -7,6 +7,9 @@ both, so the default output is never narrower than the taggers:
 - PreFM's events for the (class, modality) pairs it covers;
 - tag events for everything else: a tag is dropped only when PreFM speaks for it, i.e. its AudioSet name
   is a covered audio class or one of that class's related names (`models/taxonomy.py`);
+- a PreFM event that is heard is kept only when the tagger agrees (`prefm_evidence`): its class's AudioSet
+  name or a related one scores at least that much in one of the event's seconds, so PreFM, trained on
+  few recordings, cannot report a ringing phone over factory noise on its own;
 - on screen, the detector speaks for the classes it can see (Cat, Dog, Car, Motorcycle): PreFM's visual
   input carries a colour histogram and a thumbnail, and on real footage they alone fire Cat or Motorcycle
   on frames with nothing in them, while the detector's boxes need the object. PreFM's visual events of
@@ -15,6 +18,7 @@ both, so the default output is never narrower than the taggers:
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from pathlib import Path
 
@@ -56,13 +60,18 @@ def suppressed_tags(covers: dict[str, frozenset[str]]) -> frozenset[str]:
 class UnionEvents:
     """PreFM events for covered classes plus tag events for the rest (see the module docstring)."""
 
-    def __init__(self, prefm, tags, checkpoint: Path):
+    def __init__(self, prefm, tags, checkpoint: Path, evidence: float = 0.0, memory_s: int = 600):
         self.prefm, self.tags = prefm, tags
         covers = covered_classes(str(checkpoint))
         self.kept, self.suppressed = prefm_pairs(covers), suppressed_tags(covers)
+        self.evidence, self.memory_s = evidence, memory_s
+        self.names = {llp: frozenset({LLP_AUDIOSET[llp], *LLP_RELATED.get(llp, ())}) for llp in covers["audio"]}
+        self.heard: dict[int, dict[str, float]] = {}  # second -> the tags it handed on (the last `memory_s`)
 
     def step(self, record: Second, speech: dict, audio: dict, visual: dict | None) -> tuple[list, list, dict]:
         """(closed, active, anticipation) after one second."""
+        self.heard[record.index] = dict(audio.get("tags") or {}) if audio.get("available", True) else {}
+        self.heard.pop(record.index - self.memory_s, None)
         p_closed, p_active, anticipation = self.prefm.step(record, speech, audio, visual)
         t_closed, t_active, _ = self.tags.step(record, speech, audio, visual)
         closed = self._keep_prefm(p_closed) + self._keep_tags(t_closed)
@@ -73,7 +82,15 @@ class UnionEvents:
         return self._keep_prefm(self.prefm.finish(speech)) + self._keep_tags(self.tags.finish(speech))
 
     def _keep_prefm(self, events: list[dict]) -> list[dict]:
-        return [e for e in events if all(e["label"] in self.kept[m] for m in _modalities(e))]
+        return [e for e in events if all(e["label"] in self.kept[m] for m in _modalities(e)) and self._agreed(e)]
+
+    def _agreed(self, event: dict) -> bool:
+        """Visual only, the check off, or the tagger heard the class in one of the event's seconds."""
+        if self.evidence <= 0 or event["modality"] == "visual":
+            return True
+        names = self.names.get(event["label"], frozenset())
+        seconds = range(int(event["start"]), max(int(event["start"]) + 1, int(math.ceil(event["end"]))))
+        return any(p >= self.evidence for t in seconds for n, p in self.heard.get(t, {}).items() if n in names)
 
     def _keep_tags(self, events: list[dict]) -> list[dict]:
         return [e for e in events if e["modality"] != "audio" or e["label"] not in self.suppressed]

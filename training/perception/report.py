@@ -167,7 +167,7 @@ def perception_report(corpus: Path, split: str = "test", config=None, asr: bool 
     if asr:
         report["asr"] = asr_report(corpus, split)
     if grounding:
-        from training.trisense.evaluate import perception_grounding
+        from training.trisense.generalise import perception_grounding
 
         report["grounding"] = perception_grounding(corpus, split)
     return report

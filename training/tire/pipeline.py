@@ -52,21 +52,23 @@ def resplat(scene: Splats, anchors: list[Anchor], ridge: float = 1e-3) -> Splats
 
 @dataclass
 class EditLog:
-    """Per inpainted view: its azimuth and how many pixels were masked."""
+    """Per inpainted view: its azimuth and how many pixels were masked; `anchors` are the completed views
+    the asset was re-splatted to (the source first)."""
 
     azimuths: list[float]
     masked: list[int]
+    anchors: list[Anchor]
 
 
 def tire_edit(initial: Splats, source: Camera, source_image: torch.Tensor, stages: list[list[float]],
-              progressive: bool = True, source_weight: float = 10.0, top: int = 5,
+              progressive: bool = True, source_weight: float = 100.0, top: int = 5,
               progress=None) -> tuple[Splats, EditLog]:
     """Run the edit; `source_image` (P, 3) is the subject photo as the source camera sees it."""
     src_view = splat(initial, source)
     interior = src_view.alpha > INTERIOR
     inpainter = ExemplarInpainter(src_view.grid(source_image), src_view.grid(interior), top=top)
     anchors = [Anchor(src_view, source_image, source_weight, torch.ones_like(interior, dtype=torch.float32))]
-    log = EditLog([], [])
+    log = EditLog([], [], [])
     plan = stages if progressive else [[az for stage in stages for az in stage]]
     loop = plan if progress is None else progress(plan, desc="stages", total=len(plan))
     for stage in loop:
@@ -83,6 +85,7 @@ def tire_edit(initial: Splats, source: Camera, source_image: torch.Tensor, stage
             log.azimuths.append(az)
             log.masked.append(int(mask.sum()))
         anchors += new
+    log.anchors = anchors
     return resplat(initial, anchors), log
 
 
@@ -90,6 +93,16 @@ def psnr(pred: torch.Tensor, truth: torch.Tensor, where: torch.Tensor) -> float:
     """PSNR (dB, peak 1) over the pixels `where`."""
     mse = float(((pred - truth)[where] ** 2).mean())
     return 10 * torch.log10(torch.tensor(1.0 / max(mse, 1e-10))).item()
+
+
+def agreement_psnr(scene: Splats, anchors: list[Anchor]) -> float:
+    """PSNR of the re-splatted asset against the completed views it was fitted to (the source left out),
+    over their trusted foreground: one asset can only match them all where they agree with each other."""
+    errs = []
+    for a in anchors[1:]:
+        where = (a.pixels > 0) & (a.view.alpha > 0.5)
+        errs.append(((a.view.image(scene.colours) - a.image)[where] ** 2).mean())
+    return 10 * torch.log10(1.0 / torch.stack(errs).mean().clamp_min(1e-10)).item()
 
 
 def view_psnr(scene: Splats, truth: Splats, camera: Camera) -> float:

@@ -1,10 +1,10 @@
 """The subject: a sphere wearing a real photograph's colours, and the generator's initial guess of it.
 
 The ground-truth texture is a crop of a scikit-image photograph resized to `shape` (rows = latitude,
-columns = longitude) and wrapped around the sphere `repeats` times. The default keeps one column, so the
-subject is the photo's colour profile as bands around the sphere: its identity (which colours, in which
-order, where) continues onto the unseen back, as a real object's unseen side resembles its seen side, and
-the source view holds the evidence for it. Richer longitude detail can be asked for (`shape`, `repeats`).
+columns = longitude), tiled around the sphere `repeats` times or wrapped once and mirrored (`mirror`). One
+column gives bands, the same from every azimuth. The experiment wraps two columns mirrored: the back has
+its own colours but continues the sides, as a real object's unseen side differs from its seen side yet
+resembles it, so the source view still holds evidence for it.
 The initial asset stands in for a feed-forward image-to-3D generator (LGM in the paper): geometry right,
 the source-visible colours reconstructed, the unseen side a blurry, identity-less guess (the colours fitted
 to the source view, pulled towards the source's mean colour, then low-pass filtered over the sphere).
@@ -37,25 +37,32 @@ def lon_lat(means: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.atan2(x, -z), torch.asin(y.clamp(-1, 1))
 
 
-def texture_colours(means: torch.Tensor, texture: np.ndarray, repeats: int = 1) -> torch.Tensor:
-    """(N, 3) colours: the texture sampled (bilinear) at each Gaussian's longitude/latitude."""
+def texture_colours(means: torch.Tensor, texture: np.ndarray, repeats: int = 1, mirror: bool = False) -> torch.Tensor:
+    """(N, 3) colours: the texture sampled (bilinear) at each Gaussian's longitude/latitude.
+
+    `mirror` wraps the texture once, left-right symmetric: column 0 faces the source camera and the last
+    column the back, so the unseen side differs from the seen one but joins it without a seam. Otherwise
+    the texture is tiled `repeats` times around the sphere."""
     lon, lat = lon_lat(means)
     rows, cols = texture.shape[:2]
-    u = ((lon / (2 * math.pi / repeats)) % 1.0).numpy() * cols
+    if mirror:
+        u, tex = (lon.abs() / math.pi).numpy() * (cols - 1), texture
+    else:
+        u = ((lon / (2 * math.pi / repeats)) % 1.0).numpy() * cols
+        tex = np.concatenate([texture, texture[:, :1]], axis=1)  # wrap the last column
     v = ((0.5 - lat / math.pi).numpy() * (rows - 1)).clip(0, rows - 1)
-    tex = np.concatenate([texture, texture[:, :1]], axis=1)  # wrap the last column
     r0, c0 = np.floor(v).astype(int), np.floor(u).astype(int)
-    r1, c1 = np.minimum(r0 + 1, rows - 1), c0 + 1
+    r1, c1 = np.minimum(r0 + 1, rows - 1), np.minimum(c0 + 1, tex.shape[1] - 1)
     fr, fc = (v - r0)[:, None], (u - c0)[:, None]
     out = ((1 - fr) * (1 - fc) * tex[r0, c0] + (1 - fr) * fc * tex[r0, c1] + fr * (1 - fc) * tex[r1, c0]
            + fr * fc * tex[r1, c1])
     return torch.tensor(out, dtype=torch.float32)
 
 
-def subject_scene(n: int = 1000, texture: np.ndarray | None = None, repeats: int = 1) -> Splats:
+def subject_scene(n: int = 1000, texture: np.ndarray | None = None, repeats: int = 1, mirror: bool = False) -> Splats:
     """The ground-truth asset."""
     scene = Splats.sphere(n)
-    scene.colours = texture_colours(scene.means, photo_texture() if texture is None else texture, repeats)
+    scene.colours = texture_colours(scene.means, photo_texture() if texture is None else texture, repeats, mirror)
     return scene
 
 

@@ -238,3 +238,30 @@ def run_main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(run_main())
+
+def perception_grounding(corpus: Path, split: str = "test", checkpoint: Path | None = None,
+                         speech_corpus: Path | None = None) -> dict:
+    """The open-vocabulary grounder's scores (`OPEN_VOCAB_CHECKPOINT` unless `checkpoint`) on a corpus v3 split,
+    for `foresight eval perception` (fractions in [0, 1]).
+
+    Keys: `r1_iou03`, `r1_iou05`, `miou` (over the split's queries; an answer below the calibrated threshold is a
+    miss), `abstention_accuracy` and `false_positive_rate` (over absent-answer queries), `answered`,
+    `r1_iou03_no_abstain`, `n`, `n_absent`, `threshold`, `per_modality` (`visual`/`audio`/`speech`, each with the
+    same keys) and `held_out_concepts` / `seen_concepts` (the concepts the checkpoint's stamp says no training
+    query named). Spoken-sentence queries come from `speech_corpus`
+    (default: a `corpus_v2` folder next to `corpus`, when present), since corpus v3 holds no English speech.
+    """
+    from models.trisense import OPEN_VOCAB_CHECKPOINT
+
+    corpus = Path(corpus)
+    if split not in ("train", "val", "test"):
+        raise ValueError(f"split must be train, val or test, got {split!r}")
+    if speech_corpus is None and (corpus.parent / "corpus_v2" / "grounding").is_dir():
+        speech_corpus = corpus.parent / "corpus_v2"
+    grounder = Grounder.load(checkpoint or OPEN_VOCAB_CHECKPOINT)
+    held_out = (grounder.meta.get("corpus") or {}).get("held_out_concepts")  # the concepts this model never saw
+    data = OpenVocabData(corpus, speech_corpus, *([tuple(held_out)] if held_out is not None else []))
+    out = report(grounder, data, split, grounder.threshold)
+    out["corpus"], out["speech_corpus"] = str(corpus), str(speech_corpus) if speech_corpus else None
+    return out
+

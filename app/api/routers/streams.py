@@ -25,7 +25,8 @@ router = APIRouter(prefix="/v1/streams", tags=["streams"], dependencies=[Depends
 
 def _info(stream: LiveStream, health: dict | None = None) -> StreamInfo:
     return StreamInfo(id=stream.id, source=stream.source, job_id=stream.job_id, status=stream.status,
-                      error=stream.error, created_at=stream.created_at, health=(health or {}).get("stats", {}),
+                      error=stream.error, created_at=stream.created_at, persistent=stream.persistent,
+                      health=(health or {}).get("stats", {}),
                       events_url=f"/v1/streams/{stream.id}/events", watches=stream.watches,
                       recorded=stream.recording is not None)
 
@@ -42,7 +43,8 @@ def _get(svc: Services, stream_id: str) -> LiveStream:
              summary="Start analysing a live source (connects in the background; status starts as 'starting')")
 def add_stream(body: StreamCreate, svc: Services = Depends(services)) -> StreamInfo:
     try:
-        stream = svc.streams.add(body.source, body.rtsp_transport, watches=body.watches or None)
+        stream = svc.streams.add(body.source, body.rtsp_transport, persistent=body.persistent,
+                                 watches=body.watches or None)
     except SourceRefused as exc:
         log.info("stream source refused: %s", exc.reason)
         raise HTTPException(400, GENERIC_REFUSAL) from None
