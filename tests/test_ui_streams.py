@@ -138,9 +138,10 @@ def test_a_watch_added_on_the_running_stream_fires(live, tmp_path):
     keep_screenshot(shot, "dashboard-watch-added.png")
 
 
-PLAY_WATCH = ("(() => { const b = [...document.querySelectorAll('button')].find(x => "
-              "x.innerText.includes('a telephone is ringing (watch)')); if (b) { b.click(); return true; } "
-              "return false; })()")
+# the play button of a fired watch at least 5 s into the stream (so the recording reaches 3 s before it)
+PLAY_WATCH = ("(() => { const b = [...document.querySelectorAll('button')].find(x => { "
+              "const m = x.innerText.match(/(\\d+):(\\d\\d) a telephone is ringing \\(watch\\)/); "
+              "return m && +m[1] * 60 + +m[2] >= 5; }); if (b) { b.click(); return true; } return false; })()")
 VIDEO = "document.querySelector('[data-testid=stVideo]')"
 
 
@@ -161,7 +162,7 @@ def recorded_keyframes(folder, lo: float, hi: float) -> list[tuple[float, np.nda
 @pytest.mark.slow
 def test_a_fired_watch_plays_back_from_the_recording(live, tmp_path):
     b, url, _, db = live
-    b.wait_for(PLAY_WATCH, 30, "the play button of the fired watch")
+    b.wait_for(PLAY_WATCH, 240, "the play button of a watch fired after 00:05")
     b.wait_for(f"{VIDEO} !== null && {VIDEO}.readyState >= 1 && " + has_text("from the recording ("), 60,
                "the player with the recording")
     time.sleep(1)
