@@ -67,7 +67,7 @@ def timeline_chart(events: list[dict], duration_s: float | None = None, selectab
         order = list(part.sort_values("start", na_position="last")["name"].drop_duplicates())
         last = i == len(MODALITY_ORDER) - 1
         x = alt.X("start:Q", scale=alt.Scale(domain=[0, span], nice=False), title="time (mm:ss)" if last else None,
-                  axis=alt.Axis(labelExpr=MMSS, labels=last, ticks=last, grid=True, tickCount=10))
+                  axis=alt.Axis(labelExpr=MMSS, labels=last, ticks=last, grid=True, tickCount=10, tickMinStep=1))
         chart = alt.Chart(part, title=alt.TitleParams(lane, anchor="start", fontSize=12, color=MODALITY_COLORS[lane])
                           ).mark_bar(color=MODALITY_COLORS[lane], cornerRadius=2, height=ROW_PX - 6).encode(
             x=x, x2="shown_end:Q",
