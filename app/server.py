@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from app.services.settings import add_analysis_flags, parse_args
+from app.services.settings import add_analysis_flags, add_recording_flags, parse_args
 from models.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 
 
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept only requests with this Host header (repeat; '*.example.org' allowed)")
     p.add_argument("--metrics-need-key", action="store_true", help="/metrics needs the API key too")
     p.add_argument("--log-level", default="warning")
+    add_recording_flags(p)
     add_analysis_flags(p)
     return p
 

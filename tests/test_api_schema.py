@@ -37,5 +37,5 @@ def test_openapi_fuzz_finds_no_server_errors(tmp_path):
         server.stop()
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
-    assert "Tested: 11" in out, out[-3000:]  # every operation, POST /v1/streams and POST /v1/search included
+    assert "Tested: 13" in out, out[-3000:]  # every operation, POST /v1/streams and POST /v1/search included
     assert "5xx" not in out.split("SUMMARY")[-1] and "Server error" not in out

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import av
 import httpx
 import pytest
 
@@ -203,11 +205,26 @@ def test_stream_feed_delivers_live_events_from_rtsp(server, rtsp_server):
                     if ln.startswith("foresight_stream_segments_total") and f'stream="{stream["id"]}"' in ln]
         assert segments and float(segments[0].split()[-1]) > 0, metrics
         assert "foresight_stream_latency_seconds" in metrics
+        watched = c.put(f"/v1/streams/{stream['id']}/watches", json={"watches": ["a telephone is ringing"]})
+        assert watched.status_code == 200 and watched.json()["watches"] == ["a telephone is ringing"], watched.text
+        assert watched.json()["recorded"] is True
+        assert c.put(f"/v1/streams/{stream['id']}/watches", json={"watches": [" "]}).status_code == 422
+        assert c.put("/v1/streams/nope/watches", json={"watches": []}).status_code == 404
+        clip = c.get(f"/v1/jobs/{stream['job_id']}/clip", params={"start": max(0.0, ev["start"] - 3), "end": ev["end"]})
+        assert clip.status_code == 200 and clip.headers["content-type"] == "video/mp4", clip.text
+        # from the keyframe before the asked start (the demo has one a second; the stream's first is recorded)
+        assert float(clip.headers["x-clip-start"]) <= max(0.0, ev["start"] - 3) + 1.0
+        with av.open(io.BytesIO(clip.content)) as container:  # the recording, playable from its first frame
+            assert next(container.decode(video=0)).width == 640
+        for bad, code in ((f"/v1/jobs/{stream['job_id']}/clip?start=9&end=500", 400),
+                          ("/v1/jobs/..%2F..%2Fetc/clip?start=0&end=5", 404), ("/v1/jobs/nope/clip?start=0&end=5", 404),
+                          (f"/v1/jobs/{stream['job_id']}/clip?start=9000&end=9010", 404)):
+            assert c.get(bad).status_code == code, bad
         gone = c.delete(f"/v1/streams/{stream['id']}")
         assert gone.status_code == 200 and gone.json()["status"] == "stopped"
         assert c.get(f"/v1/streams/{stream['id']}").status_code == 404
         job = c.get(f"/v1/jobs/{stream['job_id']}").json()
-        assert job["kind"] == "stream" and job["status"] == "done"
+        assert job["kind"] == "stream" and job["status"] == "stopped"  # stopped by its user
         result = c.get(f"/v1/jobs/{stream['job_id']}/result").json()
         assert result["events"] and result["source"] == rtsp_server.url
 

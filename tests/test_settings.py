@@ -94,3 +94,21 @@ def test_method_flags_reach_the_stages(tmp_path):
 def test_method_flags_refuse_bad_values(argv, message):
     with pytest.raises(BadInput, match=message):
         analysis_options(parse_cli(["analyze", "clip.mp4", *argv]))
+
+
+def test_recording_retention_from_flags_and_config(tmp_path, capsys):
+    from ui.launch import dashboard_main
+
+    config = tmp_path / "f.toml"
+    config.write_text("[serve]\nrecord-minutes = 5\n")
+    p = serve_parser()
+    settings = make_settings(parse_args(p, ["--config", str(config), "--record-gb", "0.5", "--db", str(tmp_path / "f.db")],
+                                        {"serve": (p, ("analysis", "serve"))}))
+    assert (settings.retention.minutes, settings.retention.gb) == (5.0, 0.5)
+    assert settings.recordings_dir == tmp_path / "recordings" and settings.retention.enabled
+    off = make_settings(serve_parser().parse_args(["--record-minutes", "0"]))
+    assert not off.retention.enabled  # 0 minutes: streams are not recorded
+    with pytest.raises(BadInput, match="--record-gb"):
+        make_settings(serve_parser().parse_args(["--record-gb", "0"]))
+    assert dashboard_main(["--db", str(tmp_path / "d.db"), "--record-minutes", "-1"]) == 2
+    assert "--record-minutes must be 0 or more" in capsys.readouterr().err

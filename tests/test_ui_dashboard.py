@@ -23,12 +23,15 @@ def test_timeline_has_a_lane_per_modality_with_human_names_and_one_click_selecti
     assert all("layer" not in lane and lane["mark"]["type"] == "bar" for lane in lanes)  # nothing to union
     assert lanes[0]["encoding"]["y"]["sort"] == ["Speech", "Telephone bell ringing"]
     assert lanes[0]["encoding"]["x"]["scale"]["domain"] == [0, 100.0]
-    assert spec["params"][0]["name"] == "pick" and len(spec["params"][0]["views"]) == 3
+    params = {p["name"]: p for p in spec["params"]}
+    assert len(params["pick"]["views"]) == 3 and params["pick"]["select"]["on"] == "click"
+    assert params["zoom"]["bind"] == "scales" and params["zoom"]["select"]["encodings"] == ["x"]  # wheel zoom, all lanes
+    assert len(params["zoom"]["views"]) == 3
     frame = timeline_frame(events, 100.0)
     bell = frame[frame["name"] == "Telephone bell ringing"].iloc[0]
     assert bell["when"] == "01:10-01:10" and bell["shown_end"] > bell["end"]  # short events stay visible
     assert list(frame[frame["lane"] == "audio-visual"]["name"]) == ["(no events)"]
-    assert "params" not in timeline_chart([], None, selectable=False).to_dict()
+    assert [p["name"] for p in timeline_chart([], None, selectable=False).to_dict()["params"]] == ["zoom"]
     assert human_label("dog__bark") == "Dog bark" and mmss(3725) == "1:02:05"
 
 
@@ -207,6 +210,22 @@ def test_boxes_are_drawn_scaled_onto_the_picture():
     assert tuple(out[40, 200]) == (0xff, 0x7f, 0x0e)  # the face's left edge, at x = 400 / 2
     assert not out[140:160, 60:140].any()  # inside the box: the picture, untouched
     assert np.array_equal(np.asarray(draw_boxes(frame, None)), frame)
+
+
+def test_pose_skeletons_are_drawn_where_the_landmarks_are():
+    import numpy as np
+
+    from ui.picture import draw_boxes
+
+    frame = np.zeros((200, 400, 3), np.uint8)
+    marks = [[0.0, 0.0, 0.0, 0.0]] * 33  # MediaPipe's 33 landmarks, in 0-1 of the picture; unseen ones are skipped
+    marks = [list(m) for m in marks]
+    marks[11], marks[12] = [0.25, 0.5, 0, 0.9], [0.75, 0.5, 0, 0.9]  # the shoulders: a line across the middle
+    marks[23] = [0.25, 0.9, 0, 0.1]  # a hip barely seen: no line to it
+    out = np.asarray(draw_boxes(frame, {"frame_size": [640, 360], "pose": [{"id": 1, "landmarks": marks}]}))
+    assert tuple(out[100, 200]) == (0x17, 0xbe, 0xcf)  # on the shoulder line
+    assert not out[130:175, 95:105].any()  # nothing towards the unseen hip
+    assert not out[:, :90].any() and not out[:, 310:].any()  # and nothing beyond the shoulders
 
 
 def test_a_dashboard_starting_ends_only_its_own_interrupted_streams(tmp_path):

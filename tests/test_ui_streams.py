@@ -1,17 +1,26 @@
-"""Live sources in the dashboard, in headless Chromium: streams belong to the dashboard's process, not to a tab
-(a reload finds the running stream, and Stop from the new tab ends it and its Ray actors), and a failed
-stream says why, with a hint."""
+"""Live sources in the dashboard, in headless Chromium: a failed stream says why, with a hint; then one live
+loopback RTSP stream started without watches, shared by the scenarios in file order (its models load once): the
+live picture, a watch added on the running stream that fires, the fired watch played back from the recording
+(the player's frames are the recording's, from a few seconds before the moment), and a reload that finds the
+stream, whose Stop from the new tab saves it as stopped and ends its Ray actors."""
 
 from __future__ import annotations
 
+import io
+import re
 import time
 
+import av
+import httpx
+import numpy as np
 import psutil
 import pytest
 
+from pipelines.media.recorder import OFFSET_S, list_segments, segment_start
 from pipelines.sinks.store import Store
 from tests.helpers.cli import free_port
 from tests.helpers.dashboard import browser, check_png, click, dashboard_server, has_text, keep_screenshot
+from training.media.loopback import RtspServer
 
 URL_INPUT = "input[placeholder='rtsp://camera/stream']"
 
@@ -73,44 +82,142 @@ def test_failed_stream_says_why_with_a_hint(dashboard, tmp_path):
     assert job["status"] == "failed" and "connection refused" in job["error"]
 
 
-@pytest.mark.slow
-def test_reload_finds_the_live_stream_and_stop_ends_its_processes(dashboard, rtsp_server, tmp_path):
+@pytest.fixture(scope="module")
+def live(dashboard, demo_clip, tmp_path_factory):
+    """One browser on one live loopback RTSP stream, for the scenarios below."""
     url, proc, db = dashboard
-    with browser(tmp_path / "profile") as b:
-        start_stream(b, url, rtsp_server.url, "udp", watch="a telephone is ringing")
-        b.wait_for(has_text("watching rtsp:") + " && " + has_text("Stream health"), 240, "the live view")
-        try:  # the demo loop rings at 10 s; the watch looks back over the last 30 s every 5 s
-            b.wait_for(has_text("Watches that fired") + " && " + has_text("a telephone is ringing:"), 240,
-                       "the watch to fire")
-        except TimeoutError:
-            raise AssertionError(b.js("document.body.innerText")) from None
-        b.wait_for("[...document.querySelectorAll('[data-testid=stImage] img')].some(i => i.naturalWidth === 640 && "
-                   "i.naturalHeight === 360) && " + has_text("boxes from the analysis of"), 60, "the live picture")
-        first_picture = b.js("document.querySelector('[data-testid=stImage] img').src")
-        b.wait_for(f"document.querySelector('[data-testid=stImage] img').src !== {first_picture!r}", 30,
-                   "a newer picture")
-        b.wait_for("[...document.querySelectorAll('[data-testid=stCodeBlock], code')].some(c => "
-                   "c.innerText.includes('[00:'))", 120, "a transcript line")
-        actors = pipeline_actors(proc.pid)
-        # the stream's own ingest and sink, and its stage actors where each pipeline has its own
-        assert {"IngestActor", "SinkActor"} <= {k for t in actors.values() for k in ("IngestActor", "SinkActor")
-                                                if k in t}, actors
-        b.js("window.beforeReload = true")
-        b.call("Page.reload")  # a new Streamlit session: nothing of the old tab's state is left
-        b.wait_for("window.beforeReload === undefined && " + has_text("Streams") + " && " + has_text("watching rtsp:"),
-                   120, "the stream after the reload")
-        # the new tab rebuilds the view from the sink's feed: bars on the timeline, transcript and fired watches
-        try:
-            b.wait_for("document.querySelectorAll('.vega-embed svg path[aria-roledescription=\"bar\"]').length > 0 && "
-                       + has_text("[00:") + " && " + has_text("a telephone is ringing:"), 120, "the rebuilt live view")
-        except TimeoutError:
-            raise AssertionError(b.js("document.body.innerText")) from None
-        time.sleep(1)
-        text_after_reload = b.js("document.body.innerText")
-        shot = tmp_path / "live.png"
-        b.screenshot(shot)
-        b.wait_for(click("Stop"), 30, "the Stop button")
-        b.wait_for("!" + has_text("watching rtsp:") + " && " + has_text("(job stream-"), 180, "the saved result")
+    server = RtspServer(demo_clip[0])
+    server.start()
+    try:
+        with browser(tmp_path_factory.mktemp("live") / "profile") as b:
+            start_stream(b, url, server.url, "udp")
+            b.wait_for(has_text("watching rtsp:") + " && " + has_text("Stream health"), 240, "the live view")
+            yield b, url, proc, db
+    finally:
+        server.kill()
+
+
+def page_text(b) -> str:
+    return b.js("document.body.innerText")
+
+
+@pytest.mark.slow
+def test_live_picture_with_boxes_refreshes(live):
+    b = live[0]
+    b.wait_for("[...document.querySelectorAll('[data-testid=stImage] img')].some(i => i.naturalWidth === 640 && "
+               "i.naturalHeight === 360) && " + has_text("boxes from the analysis of"), 60, "the live picture")
+    first_picture = b.js("document.querySelector('[data-testid=stImage] img').src")
+    b.wait_for(f"document.querySelector('[data-testid=stImage] img').src !== {first_picture!r}", 30,
+               "a newer picture")
+
+
+WATCH_BOX = "textarea[placeholder='an alarm goes off']"
+
+
+@pytest.mark.slow
+def test_a_watch_added_on_the_running_stream_fires(live, tmp_path):
+    b = live[0]
+    b.wait_for(f"document.querySelector({WATCH_BOX!r}) !== null", 30, "the watch editor")
+    b.js(f"(() => {{ const e = document.querySelector({WATCH_BOX!r}); e.focus(); "
+         "e.setSelectionRange(e.value.length, e.value.length); })()")
+    b.call("Input.insertText", text="a telephone is ringing")
+    b.js("document.activeElement.blur()")
+    time.sleep(1)
+    b.wait_for(click("Update watches"), 30, "the Update watches button")
+    b.wait_for(has_text("watching for: a telephone is ringing"), 30, "the new watch listed")
+    try:  # the demo loop (22 s) rings at 10 s; a new watch is checked every 5 s over the last 30 s
+        b.wait_for(has_text("Watches that fired") + " && " + has_text("a telephone is ringing:"), 240,
+                   "the new watch to fire")
+    except TimeoutError:
+        raise AssertionError(page_text(b)) from None
+    text = page_text(b)
+    shot = tmp_path / "watch.png"
+    b.screenshot(shot)
+    assert re.search(r"a telephone is ringing: \d\d:\d\d-\d\d:\d\d \(score", text), text
+    check_png(shot)
+    keep_screenshot(shot, "dashboard-watch-added.png")
+
+
+# the play button of a fired watch at least 5 s into the stream (so the recording reaches 3 s before it)
+PLAY_WATCH = ("(() => { const b = [...document.querySelectorAll('button')].find(x => { "
+              "const m = x.innerText.match(/(\\d+):(\\d\\d) a telephone is ringing \\(watch\\)/); "
+              "return m && +m[1] * 60 + +m[2] >= 5; }); if (b) { b.click(); return true; } return false; })()")
+VIDEO = "document.querySelector('[data-testid=stVideo]')"
+
+
+def recorded_keyframes(folder, lo: float, hi: float) -> list[tuple[float, np.ndarray]]:
+    """The recording's keyframes (stream time, RGB) between stream times `lo` and `hi`, decoded from its files."""
+    out = []
+    for path in [p for p in list_segments(folder) if lo - 10 <= segment_start(p) <= hi]:
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            stream.codec_context.skip_frame = "NONKEY"
+            for frame in container.decode(stream):
+                t = float(frame.time) - OFFSET_S
+                if lo <= t <= hi:
+                    out.append((t, frame.to_ndarray(format="rgb24")))
+    return out
+
+
+@pytest.mark.slow
+def test_a_fired_watch_plays_back_from_the_recording(live, tmp_path):
+    b, url, _, db = live
+    b.wait_for(PLAY_WATCH, 240, "the play button of a watch fired after 00:05")
+    b.wait_for(f"{VIDEO} !== null && {VIDEO}.readyState >= 1 && " + has_text("from the recording ("), 60,
+               "the player with the recording")
+    time.sleep(1)
+    src, position = b.js(f"[{VIDEO}.src, {VIDEO}.currentTime]")
+    text = page_text(b)
+    shot = tmp_path / "playback.png"
+    b.screenshot(shot)
+    b.js("[...document.querySelectorAll('h3')].find(h => h.innerText.trim() === 'Alerts').scrollIntoView()")
+    time.sleep(0.5)
+    alerts_shot = tmp_path / "alerts.png"  # the alerts (when the safety monitor raised one) and the play buttons
+    b.screenshot(alerts_shot)
+    moment = float(re.search(r"before a telephone is ringing \(watch\) at \d\d:\d\d \(([0-9.]+) s\)", text)[1])
+    clip = httpx.get(src if src.startswith("http") else url + src, timeout=30).content
+    with av.open(io.BytesIO(clip)) as container:
+        first = next(container.decode(video=0)).to_ndarray(format="rgb24")
+    job = next(j for j in Store(db).recent_jobs() if j["kind"] == "dashboard-live" and j["status"] == "running")
+    # the clip starts on a keyframe of this stream's recording, found by its picture: that gives its stream time
+    frames = recorded_keyframes(db.parent / "recordings" / job["id"], moment - 10.0, moment)
+    diffs = [np.abs(rgb.astype(int) - first.astype(int)).mean() for _, rgb in frames]
+    assert frames and min(diffs) < 1.0, diffs
+    origin = frames[int(np.argmin(diffs))][0]
+    assert 2.0 <= moment - (origin + position) <= 4.0, (moment, origin, position)
+    check_png(shot)
+    keep_screenshot(shot, "dashboard-playback.png")
+    check_png(alerts_shot)
+    if "no alerts" not in text:
+        keep_screenshot(alerts_shot, "dashboard-live-alerts.png")
+
+
+@pytest.mark.slow
+def test_reload_finds_the_live_stream_and_stop_ends_its_processes(live, tmp_path):
+    b, _, proc, db = live
+    b.wait_for("[...document.querySelectorAll('[data-testid=stCodeBlock], code')].some(c => "
+               "c.innerText.includes('[00:'))", 120, "a transcript line")
+    actors = pipeline_actors(proc.pid)
+    # the stream's own ingest and sink, and its stage actors where each pipeline has its own
+    assert {"IngestActor", "SinkActor"} <= {k for t in actors.values() for k in ("IngestActor", "SinkActor")
+                                            if k in t}, actors
+    b.js("window.beforeReload = true")
+    b.call("Page.reload")  # a new Streamlit session: nothing of the old tab's state is left
+    b.wait_for("window.beforeReload === undefined && " + has_text("Streams") + " && " + has_text("watching rtsp:"),
+               120, "the stream after the reload")
+    # the new tab rebuilds the view from the sink's feed: bars on the timeline, transcript and fired watches
+    try:
+        b.wait_for("document.querySelectorAll('.vega-embed svg path[aria-roledescription=\"bar\"]').length > 0 && "
+                   + has_text("[00:") + " && " + has_text("a telephone is ringing:"), 120, "the rebuilt live view")
+    except TimeoutError:
+        raise AssertionError(page_text(b)) from None
+    time.sleep(1)
+    text_after_reload = page_text(b)
+    shot = tmp_path / "live.png"
+    b.screenshot(shot)
+    b.wait_for(click("Stop"), 30, "the Stop button")
+    b.wait_for("!" + has_text("watching rtsp:") + " && " + has_text("(job stream-"), 180, "the saved result")
+    b.wait_for(has_text(", stopped)"), 30, "the stopped status")
     assert "Stop" in text_after_reload and "Choose a source" not in text_after_reload
     check_png(shot)
     keep_screenshot(shot, "dashboard-live.png")
@@ -119,5 +226,5 @@ def test_reload_finds_the_live_stream_and_stop_ends_its_processes(dashboard, rts
         time.sleep(1)
     assert not [t for p, t in actors.items() if psutil.pid_exists(p)]
     job = next(j for j in Store(db).recent_jobs() if j["kind"] == "dashboard-live" and j["status"] != "failed")
-    assert job["status"] == "done"
+    assert job["status"] == "stopped"  # stopped by its user, not ended by its source
     assert Store(db).rows("events", job["id"])

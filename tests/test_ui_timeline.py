@@ -1,9 +1,10 @@
 """The timeline in headless Chromium (tests/tools/timeline_page.py: the dashboard's timeline panel with 0, 1 and
 20 non-overlapping events): three distinct lanes, readable labels that never overlap, human names, no Vega
-warnings, and a click on an event plays the clip from that event's second."""
+warnings, a click on an event plays the clip from that event's second, and the mouse wheel zooms the time axis."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -42,6 +43,16 @@ def timeline_page(demo_clip):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+X_LABELS = ("[...document.querySelectorAll('.st-key-chart_twenty svg g.role-axis[aria-label^=\"X-axis\"] "
+            ".role-axis-label text')].map(t => t.textContent).filter(t => t)")
+
+
+def span(labels: list[str]) -> float:
+    """Seconds between the first and last mm:ss tick label."""
+    secs = [int(m) * 60 + int(s) for m, s in (label.split(":")[-2:] for label in labels)]
+    return max(secs) - min(secs)
 
 
 def overlaps(a: list[float], b: list[float]) -> bool:
@@ -97,6 +108,16 @@ def test_timeline_lanes_labels_and_click_to_play(timeline_page, tmp_path):
                    "the player at second 6")
         played = b.js("document.querySelector('.st-key-chart_twenty video').currentTime")
 
+        # the mouse wheel over the lanes zooms their shared time axis (long streams)
+        time.sleep(1)
+        before = b.js(X_LABELS)
+        box = b.js("""(() => { const p = [...document.querySelectorAll('.st-key-chart_twenty path[aria-roledescription="bar"]')]
+            .find(p => p.getAttribute('aria-label').includes('name: Door knock;')); const r = p.getBoundingClientRect();
+            return [r.left + r.width / 2, r.top + r.height / 2]; })()""")
+        b.call("Input.dispatchMouseEvent", type="mouseWheel", x=box[0], y=box[1], deltaX=0, deltaY=-400)
+        b.wait_for(f"JSON.stringify({X_LABELS}) !== {json.dumps(json.dumps(before))}", 20, "a zoomed time axis")
+        after = b.js(X_LABELS)
+
         # a phone-sized window, 420 px wide: the same checks, and nothing wider than the screen
         b.call("Emulation.setDeviceMetricsOverride", width=420, height=900, deviceScaleFactor=1, mobile=True)
         b.js("window.beforeReload = true")
@@ -111,6 +132,7 @@ def test_timeline_lanes_labels_and_click_to_play(timeline_page, tmp_path):
         narrow_shot = tmp_path / "timeline-420.png"
         b.screenshot(narrow_shot)
     assert 5.5 < played < 6.5
+    assert span(after) < span(before) / 1.5, (before, after)  # zoomed in: a shorter stretch of time on the axis
     for chart, n in zip(narrow, (0, 1, 20), strict=True):
         check_lanes(chart, n)
     assert page_width <= 420 and svg_right <= 420, (page_width, svg_right)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from app.services import uploads
 from app.services.jobs import ground_queries, run_job
+from app.services.recordings import Retention, clip_for_job, recording_dir, recordings_root
 from app.services.search import SearchService
 from app.services.settings import dashboard_db
 from app.services.streams import LiveStream, StreamManager, live_spec
@@ -22,8 +23,8 @@ from models.errors import BadInput
 from pipelines import AnalyzeOptions, GroundingConfig
 from pipelines.sinks.store import Store
 
-__all__ = ["analysis_options", "analyze_file", "db_path", "max_streams", "media_dir", "media_for", "save_upload", "searcher",
-           "start_stream", "stream_manager", "webcams"]
+__all__ = ["analysis_options", "analyze_file", "db_path", "max_streams", "media_dir", "media_for", "has_recording", "recorded_clip",
+           "retention", "save_upload", "searcher", "start_stream", "stream_manager", "webcams"]
 LIVE_JOB_KIND = "dashboard-live"
 MAX_DURATION_S = 3600.0  # longest clip the dashboard analyses
 
@@ -39,9 +40,35 @@ def max_streams() -> int:
     return max(1, int(os.environ.get("FORESIGHT_MAX_STREAMS", "2")))
 
 
+def retention() -> Retention:
+    """How much of each live source is recorded: `FORESIGHT_RECORD_MINUTES` and `FORESIGHT_RECORD_GB` (set by
+    `foresight dashboard --record-minutes/--record-gb`), default 60 min and 2 GB."""
+    return Retention(minutes=float(os.environ.get("FORESIGHT_RECORD_MINUTES", "60")),
+                     gb=float(os.environ.get("FORESIGHT_RECORD_GB", "2")))
+
+
 def stream_manager(store: Store) -> StreamManager:
-    """The process's registry of live sources (jobs of a dashboard that died while streaming are marked failed)."""
-    return StreamManager(store, str(store.path), AnalyzeOptions(), max_streams(), job_kind=LIVE_JOB_KIND)
+    """The process's registry of live sources (jobs of a dashboard that died while streaming are marked failed);
+    each is recorded under `recordings/` next to the store, as `foresight serve` records its streams."""
+    return StreamManager(store, str(store.path), AnalyzeOptions(), max_streams(), job_kind=LIVE_JOB_KIND,
+                         recordings=recordings_root(store.path), retention=retention())
+
+
+def has_recording(store: Store, job_id: str | None) -> bool:
+    """Whether job `job_id` (a live stream) has segments of its recording on disk."""
+    from pipelines.media.recorder import list_segments
+
+    folder = recording_dir(recordings_root(store.path), job_id) if job_id else None
+    return folder is not None and bool(list_segments(folder))
+
+
+def recorded_clip(store: Store, job_id: str, t: float, before_s: float = 3.0, after_s: float = 10.0):
+    """The recording of job `job_id` from `before_s` before stream time `t` to `after_s` after it (a
+    `pipelines.media.clips.Clip`), or None when that part is not recorded."""
+    try:
+        return clip_for_job(store, recordings_root(store.path), job_id, max(0.0, t - before_s), t + after_s)
+    except (LookupError, ValueError):
+        return None
 
 
 def analysis_options(questions: list[str] = (), watches: list[str] = (),

@@ -23,6 +23,7 @@ from ui.history import history_panel
 from ui.live import streams_panel
 from ui.panels import show_panels
 from ui.picture import FrameGrabber
+from ui.playback import playback_panel
 
 st.set_page_config(page_title="Foresight", layout="wide")
 
@@ -135,13 +136,17 @@ if state.error:
 streams_panel(manager, store, pictures)
 if state.result is not None:
     result = state.result
-    st.caption(f"{result['source']}: {result['duration_s']:.1f} s, {len(result['events'])} events, "
-               f"{len(result['transcript'])} transcript lines (job {state.job_id})")
     job = store.job(state.job_id) if state.job_id else None
+    st.caption(f"{result['source']}: {result['duration_s']:.1f} s, {len(result['events'])} events, "
+               f"{len(result['transcript'])} transcript lines (job {state.job_id}"
+               f"{', ' + job['status'] if job else ''})")
     live_result = job is not None and job["kind"] == backend.LIVE_JOB_KIND  # files have no stream health
     show_panels(result["events"], result["transcript"], result["alerts"], result["duration_s"],
                 result.get("ingest") if live_result else None, None, backend.media_for(store, state.job_id),
                 key=f"timeline_{state.job_id}", moments=result.get("moments"))
+    if live_result and backend.has_recording(store, state.job_id):  # a finished stream still plays from its recording
+        playback_panel(store, state.job_id, result["events"], result["alerts"],
+                       [m for m in result.get("moments") or [] if m.get("standing")])
 elif not manager.list():
     st.info("Choose a source in the sidebar.")
 

@@ -13,7 +13,7 @@ import streamlit as st
 from pipelines.sinks.exporters import to_csv, to_webvtt
 from pipelines.sinks.store import Store
 
-STATUSES = ["done", "failed", "running", "queued"]
+STATUSES = ["done", "stopped", "failed", "running", "queued"]
 
 
 def filter_jobs(store: Store, jobs: list[dict], source: str = "", statuses: list[str] | None = None,

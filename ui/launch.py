@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from app.services.settings import add_recording_flags, retention_from
 from models.errors import EXIT_BAD_INPUT, BadInput
 
 APP = Path(__file__).resolve().with_name("dashboard.py")
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-upload-mb", type=int, default=512, help="largest file the upload widget takes")
     p.add_argument("--max-streams", type=int, default=2,
                    help="live sources that may run at once (each holds several GB of models)")
+    add_recording_flags(p)
     p.add_argument("--config", metavar="FILE", help="TOML file of defaults for these flags (keys: long flag names); "
                    "also $FORESIGHT_CONFIG")
     return p
@@ -42,6 +44,7 @@ def dashboard_main(argv: list[str]) -> int:
     try:
         parser = build_parser()
         args = parse_args(parser, argv, {"dashboard": (parser, ("dashboard",))})
+        retention_from(args)
     except BadInput as exc:
         print(f"foresight dashboard: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -56,6 +59,7 @@ def dashboard_main(argv: list[str]) -> int:
         print("foresight dashboard: error: --max-streams must be 1 or more", file=sys.stderr)
         return EXIT_BAD_INPUT
     env = {**os.environ, "FORESIGHT_DB": str(db), "FORESIGHT_MAX_STREAMS": str(args.max_streams),
+           "FORESIGHT_RECORD_MINUTES": str(args.record_minutes), "FORESIGHT_RECORD_GB": str(args.record_gb),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     try:
         return subprocess.call(streamlit_command(args), cwd=ROOT, env=env)

@@ -12,10 +12,12 @@ import time
 import streamlit as st
 
 from app.services.streams import LiveStream, StreamManager
+from models.errors import BadInput
 from pipelines.sinks.store import Store
 from ui.data import LiveState, fmt_time
 from ui.panels import failure, show_panels, state_badge
 from ui.picture import FrameGrabber, draw_boxes
+from ui.playback import playback_panel
 
 Pictures = dict[str, FrameGrabber]  # stream id -> its picture, process-wide like the streams
 
@@ -55,9 +57,8 @@ def stream_row(manager: StreamManager, store: Store, stream: LiveStream, picture
     label = "Dismiss" if stream.terminal else "Stop"
     if stop.button(label, key=f"stop_{stream.id}", type="secondary" if stream.terminal else "primary"):
         _stop(manager, store, stream, pictures)
-    watches = stream.options.grounding.standing if stream.options is not None else []
-    if watches:
-        st.caption("watching for: " + "; ".join(watches))
+    if stream.watches:
+        st.caption("watching for: " + "; ".join(stream.watches))
     if stream.status == "failed":
         failure(_stored_error(store, stream), f"{stream.source} failed")
 
@@ -73,14 +74,30 @@ def picture(grabber: FrameGrabber | None, live: LiveState) -> None:
              caption=f"boxes from the analysis of {fmt_time(live.time)}")
 
 
-def live_view(manager: StreamManager, stream: LiveStream, pictures: Pictures) -> None:
+def watch_editor(manager: StreamManager, stream: LiveStream) -> None:
+    """Add or remove the running stream's watches (standing queries); they apply from its next second."""
+    text = st.text_area("Watches on this stream (one per line)", value="\n".join(stream.watches),
+                        key=f"edit_watches_{stream.id}", placeholder="an alarm goes off", height=68,
+                        help="checked every 5 s over the last 30 s; add a line to watch for it, remove one to stop")
+    if st.button("Update watches", key=f"set_watches_{stream.id}"):
+        try:
+            manager.set_watches(stream.id, [w.strip() for w in text.splitlines() if w.strip()])
+        except BadInput as exc:
+            st.error(str(exc))
+
+
+def live_view(manager: StreamManager, store: Store, stream: LiveStream, pictures: Pictures) -> None:
     views = st.session_state.views
     live = views.setdefault(stream.id, LiveState())
     live.update(manager.feed(stream, live.seq))
     health = manager.health(stream)["stats"]
     st.caption(f"watching {stream.source} at {fmt_time(live.time)}")
+    player = st.container()  # at a fixed place, so the view's refresh never remounts a playing clip
     picture(pictures.get(stream.id), live)
+    watch_editor(manager, stream)
     show_panels(live.events, live.transcript, live.alerts, live.time, health, live)
+    if stream.recording is not None:
+        playback_panel(store, stream.job_id, live.events, live.alerts, live.moments, player)
 
 
 def streams_panel(manager: StreamManager, store: Store, pictures: Pictures) -> None:
@@ -108,6 +125,6 @@ def streams_panel(manager: StreamManager, store: Store, pictures: Pictures) -> N
                 grabber.close()
         watched = manager.get(state.viewing) if state.viewing else None
         if watched is not None and watched.pipeline is not None:
-            live_view(manager, watched, pictures)
+            live_view(manager, store, watched, pictures)
 
     panel()

@@ -1,5 +1,5 @@
-"""The live view's picture: the latest frame of a live source, a few times a second, with the boxes of the
-pipeline's latest analysed second drawn on it.
+"""The live view's picture: the latest frame of a live source, a few times a second, with the boxes and pose
+skeletons of the pipeline's latest analysed second drawn on it.
 
 The picture comes from a second, low-rate connection to the source opened by the dashboard (the pipeline's
 frames stay inside its Ray actors), so the boxes are those of the last second the pipeline finished, usually
@@ -17,6 +17,11 @@ from PIL import Image, ImageDraw
 from pipelines.media.sources import open_container, parse_source
 
 BOX_COLORS = {"person": "#d62728", "face": "#ff7f0e"}
+SKELETON_COLOR = "#17becf"
+# MediaPipe pose landmarks joined into a skeleton: shoulders, arms, torso, legs
+SKELETON = ((11, 12), (11, 13), (13, 15), (12, 14), (14, 16), (11, 23), (12, 24), (23, 24), (23, 25), (25, 27),
+            (24, 26), (26, 28))
+MIN_VISIBILITY = 0.3
 
 
 class FrameGrabber:
@@ -71,12 +76,19 @@ class FrameGrabber:
 
 
 def draw_boxes(frame: np.ndarray, visual: dict | None) -> Image.Image:
-    """`frame` with the detections and face boxes of `visual` (in its `frame_size` pixels) scaled onto it."""
+    """`frame` with the detections and face boxes of `visual` (in its `frame_size` pixels) scaled onto it, and
+    the pose skeletons (landmarks in 0-1 of the picture) of the people it tracks."""
     image = Image.fromarray(frame)
     if not visual or not visual.get("frame_size"):
         return image
     sx, sy = image.width / visual["frame_size"][0], image.height / visual["frame_size"][1]
     draw = ImageDraw.Draw(image)
+    for person in visual.get("pose") or []:
+        marks = person.get("landmarks") or []
+        for a, b in SKELETON:
+            if max(a, b) < len(marks) and min(marks[a][3], marks[b][3]) >= MIN_VISIBILITY:
+                draw.line([(marks[a][0] * image.width, marks[a][1] * image.height),
+                           (marks[b][0] * image.width, marks[b][1] * image.height)], fill=SKELETON_COLOR, width=3)
     boxes = [(d["label"], d.get("score"), d["box"]) for d in visual.get("detections") or [] if d.get("box")]
     boxes += [("face", None, b) for b in visual.get("face_boxes") or []]
     for label, score, (x0, y0, x1, y1) in boxes:

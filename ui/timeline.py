@@ -1,6 +1,7 @@
 """The events timeline: one lane per modality (audio, visual, audio-visual), one row per sound or object in its
 lane, so labels are axis labels that never overprint at any density; human names, mm:ss times, and a click on
-an event selects it (Streamlit's `on_select`) so the page can play it.
+an event selects it (Streamlit's `on_select`) so the page can play it. Long streams zoom: the mouse wheel
+zooms the shared time axis of the three lanes, a drag pans it, a double click shows the whole span again.
 
 One mark per lane and no layering: Vega never has to union domains (its "conflicting sort" warnings came from
 the bars and the text labels sorting one axis two ways).
@@ -18,6 +19,7 @@ MODALITY_COLORS = {"audio": "#1f77b4", "visual": "#2ca02c", "audio-visual": "#d6
 NO_EVENTS = "(no events)"
 ROW_PX = 22
 PICK = "pick"
+ZOOM = "zoom"
 # mm:ss on the axis (h:mm:ss past an hour), from seconds
 MMSS = ("(datum.value >= 3600 ? floor(datum.value / 3600) + ':' : '') + "
         "format(floor(datum.value / 60) % 60, '02d') + ':' + format(floor(datum.value % 60), '02d')")
@@ -58,13 +60,14 @@ def timeline_chart(events: list[dict], duration_s: float | None = None, selectab
     span = max([duration_s or 0.0, *(float(e["end"]) for e in events), 1.0])
     df = timeline_frame(events, span)
     pick = alt.selection_point(name=PICK, fields=["start", "end", "name"], on="click", clear="dblclick")
+    zoom = alt.selection_interval(name=ZOOM, bind="scales", encodings=["x"])  # wheel zooms, drag pans
     lanes = []
     for i, lane in enumerate(MODALITY_ORDER):
         part = df[df["lane"] == lane]
         order = list(part.sort_values("start", na_position="last")["name"].drop_duplicates())
         last = i == len(MODALITY_ORDER) - 1
         x = alt.X("start:Q", scale=alt.Scale(domain=[0, span], nice=False), title="time (mm:ss)" if last else None,
-                  axis=alt.Axis(labelExpr=MMSS, labels=last, ticks=last, grid=True, tickCount=10))
+                  axis=alt.Axis(labelExpr=MMSS, labels=last, ticks=last, grid=True, tickCount=10, tickMinStep=1))
         chart = alt.Chart(part, title=alt.TitleParams(lane, anchor="start", fontSize=12, color=MODALITY_COLORS[lane])
                           ).mark_bar(color=MODALITY_COLORS[lane], cornerRadius=2, height=ROW_PX - 6).encode(
             x=x, x2="shown_end:Q",
@@ -75,8 +78,7 @@ def timeline_chart(events: list[dict], duration_s: float | None = None, selectab
         ).properties(height=alt.Step(ROW_PX))
         lanes.append(chart)
     out = alt.vconcat(*lanes, spacing=14).resolve_scale(x="shared")
-    if selectable:
-        with warnings.catch_warnings():  # one click selection over the three lanes is what is meant
-            warnings.filterwarnings("ignore", "Automatically deduplicated selection parameter")
-            out = out.add_params(pick)
+    with warnings.catch_warnings():  # one click selection and one zoom over the three lanes is what is meant
+        warnings.filterwarnings("ignore", "Automatically deduplicated selection parameter")
+        out = out.add_params(zoom, pick) if selectable else out.add_params(zoom)
     return out.configure_view(stroke="#ddd")

@@ -33,7 +33,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         job_manager = JobManager(store, settings.db_path, settings.options, settings.max_queue, settings.parallel,
                                  settings.keep_uploads, settings.grounder_checkpoint, settings.upload_dir)
         stream_manager = StreamManager(store, str(settings.db_path), settings.stream_options or settings.options,
-                                       settings.max_streams, policy=settings.source_policy)
+                                       settings.max_streams, policy=settings.source_policy,
+                                       recordings=settings.recordings_dir, retention=settings.retention)
         metrics = Metrics(job_manager, stream_manager)
         job_manager.on_finish = lambda status, seconds: metrics.job_seconds.observe(seconds)
         app.state.services = Services(settings, store, job_manager, stream_manager,

@@ -26,7 +26,8 @@ def _words(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_text)]
-JobStatusName = Literal["queued", "running", "done", "failed"]
+Watch = Annotated[str, AfterValidator(_text), AfterValidator(_words), Field(min_length=1, max_length=200)]
+JobStatusName = Literal["queued", "running", "done", "stopped", "failed"]  # stopped: a live stream stopped by its user
 StreamStatusName = Literal["starting", "running", "ended", "stopped", "failed"]
 
 
@@ -111,6 +112,13 @@ class StreamCreate(BaseModel):
     rtsp_transport: Literal["tcp", "udp"] | None = None
     persistent: bool = Field(False, description="reconnect this stream when the server restarts (its source, "
                                                 "credentials included, is kept in the server's database)")
+    watches: list[Watch] = Field(
+        default_factory=list, max_length=20, description="standing queries, checked every 5 s over the last 30 s")
+
+
+class WatchesUpdate(BaseModel):
+    watches: list[Watch] = Field(
+        max_length=20, description="the stream's standing queries from now on (an empty list removes them all)")
 
 
 class StreamInfo(BaseModel):
@@ -123,6 +131,8 @@ class StreamInfo(BaseModel):
     persistent: bool = False
     health: dict = Field(default_factory=dict, description="ingest counters: health, frames, drops, reconnects")
     events_url: str
+    watches: list[str] = Field(default_factory=list, description="its standing queries")
+    recorded: bool = Field(False, description="its raw stream is recorded: GET /v1/jobs/{job_id}/clip plays it")
 
 
 class SearchRequest(BaseModel):

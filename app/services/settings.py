@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.services.recordings import Retention, recordings_root
 from models.errors import BadInput
 
 if TYPE_CHECKING:
@@ -54,10 +55,13 @@ class Settings:
     metrics_need_key: bool = False  # /metrics behind the API key as well
     max_json_bytes: int = 1024 * 1024  # JSON request bodies; larger ones get 413
     body_timeout_s: float = 30.0  # an upload that sends nothing for this long is dropped (408)
+    retention: Retention = field(default_factory=Retention)  # how much of each live stream is recorded
+    recordings_dir: Path | None = None  # default: a `recordings` folder next to the database
 
     def __post_init__(self) -> None:
         self.db_path = Path(self.db_path)
         self.upload_dir = Path(self.upload_dir) if self.upload_dir else self.db_path.parent / "uploads"
+        self.recordings_dir = Path(self.recordings_dir) if self.recordings_dir else recordings_root(self.db_path)
         if self.max_upload_bytes <= 0 or self.max_duration_s <= 0 or self.max_queue <= 0 or self.max_streams <= 0:
             raise ValueError("upload size, duration, queue and stream limits must be positive")
         if self.parallel is not None and self.parallel <= 0:
@@ -89,9 +93,26 @@ class Settings:
                    metrics_need_key=args.metrics_need_key, db_path=Path(args.db), upload_dir=Path(args.uploads) if args.uploads else None,
                    api_key=args.api_key, max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
                    max_duration_s=args.max_duration, max_queue=args.max_queue, parallel=args.parallel,
-                   max_streams=args.max_streams, options=options,
+                   max_streams=args.max_streams, options=options, retention=retention_from(args),
                    allowed_content_types=tuple(args.allowed_types or DEFAULT_CONTENT_TYPES),
                    grounder_checkpoint=Path(args.grounder) if args.grounder else None)
+
+
+def add_recording_flags(p: argparse.ArgumentParser) -> None:
+    """How much of each live stream is recorded for playback (serve and dashboard)."""
+    p.add_argument("--record-minutes", type=float, default=60.0,
+                   help="keep the newest MINUTES of each live stream on disk for playback (default 60; 0: no recording)")
+    p.add_argument("--record-gb", type=float, default=2.0,
+                   help="and at most this many GB per stream, and for all finished streams' recordings together "
+                        "(default 2)")
+
+
+def retention_from(args) -> Retention:
+    """The recording retention from `add_recording_flags`' flags; BadInput for values out of range."""
+    minutes, gb = getattr(args, "record_minutes", 60.0), getattr(args, "record_gb", 2.0)
+    if not (0 <= minutes < math.inf and 0 < gb < math.inf):
+        raise BadInput("--record-minutes must be 0 or more and --record-gb positive")
+    return Retention(minutes=minutes, gb=gb)
 
 
 def dashboard_db(env: dict | None = None) -> Path:

@@ -11,8 +11,10 @@ import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+from app.services.recordings import Retention, record_config
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, Pipeline
 from pipelines.media.policy import GENERIC_REFUSAL, SourcePolicy, SourceRefused, redact_url, scrub
@@ -20,6 +22,7 @@ from pipelines.media.sources import SourceKind, SourceSpec, parse_source
 from pipelines.sinks.store import Store
 
 TERMINAL = ("ended", "stopped", "failed")
+MAX_WATCHES, MAX_WATCH_CHARS = 20, 200
 log = logging.getLogger("foresight.streams")
 
 
@@ -71,18 +74,52 @@ class LiveStream:
     def terminal(self) -> bool:
         return self.status in TERMINAL
 
+    @property
+    def watches(self) -> list[str]:
+        return list(self.options.grounding.standing) if self.options is not None else []
+
+    @property
+    def recording(self) -> str | None:
+        """The folder of its recording, if it is recorded."""
+        record = self.options.record if self.options is not None else None
+        return record.dir if record is not None else None
+
+
+def check_watches(watches: list[str]) -> list[str]:
+    """Standing queries as given, stripped; BadInput for blank ones or too many."""
+    out = [w.strip() for w in watches]
+    if any(not w for w in out):
+        raise BadInput("a watch must not be blank")
+    if len(out) > MAX_WATCHES or any(len(w) > MAX_WATCH_CHARS for w in out):
+        raise BadInput(f"at most {MAX_WATCHES} watches of {MAX_WATCH_CHARS} characters each")
+    return list(dict.fromkeys(out))
+
+
+def make_watchable(options: AnalyzeOptions) -> None:
+    """Keep the grounding stage in a live pipeline even without watches, so watches can be added while it runs
+    (when the grounding model is built; otherwise the stream runs without it and refuses watches)."""
+    from pipelines.stages.grounding import checkpoint_path
+
+    try:
+        options.grounding.checkpoint = str(checkpoint_path(options.grounding.checkpoint))
+    except BadInput:
+        return
+    options.grounding.watchable = True
+
 
 class StreamManager:
     """Registry of live streams; all calls are thread-safe."""
 
     def __init__(self, store: Store, db_path: str, options: AnalyzeOptions, max_streams: int,
-                 policy: SourcePolicy | None = None, job_kind: str = "stream"):
+                 policy: SourcePolicy | None = None, job_kind: str = "stream", recordings: Path | None = None,
+                 retention: Retention | None = None):
         self.store = store
         self.job_kind = job_kind  # the dashboard's streams are "dashboard-live", the API's "stream"
         self.policy = policy
         self.db_path = db_path
         self.options = options
         self.max_streams = max_streams
+        self.recordings, self.retention = recordings, retention  # each stream's ring under recordings/<job id>/
         self.streams: dict[str, LiveStream] = {}
         self._lock = threading.Lock()
         self._closing = False
@@ -109,7 +146,8 @@ class StreamManager:
         return resumed
 
     def add(self, source: str, rtsp_transport: str | None = None, options: AnalyzeOptions | None = None,
-            persistent: bool = False, stream_id: str | None = None, restarts: int = 0) -> LiveStream:
+            persistent: bool = False, stream_id: str | None = None, restarts: int = 0,
+            watches: list[str] | None = None) -> LiveStream:
         """Accept a live URL or device and connect in the background (the stream starts as "starting").
         A `persistent` stream is reconnected after a server restart (`resume`) until it is removed or ends.
 
@@ -119,6 +157,9 @@ class StreamManager:
         Refused sources leave no rows in the store; rows are written once the source passed every check.
         """
         options = AnalyzeOptions(**{**(options or self.options).__dict__})  # per stream, else the manager's
+        standing = options.grounding.standing if watches is None else watches
+        options.grounding = replace(options.grounding, standing=check_watches(standing))
+        make_watchable(options)
         if rtsp_transport is not None:
             options.rtsp_transport = rtsp_transport
         if self.policy is not None:
@@ -131,6 +172,9 @@ class StreamManager:
                 raise TooManyStreams(f"{self.max_streams} streams are running already")
             sid = stream_id or uuid.uuid4().hex[:12]
             job_id = f"stream-{sid}" + (f"-r{restarts}" if restarts else "")
+            if self.recordings is not None and self.retention is not None:
+                running = {s.job_id for s in self.streams.values() if not s.terminal}
+                options.record = record_config(self.recordings, job_id, self.retention, running)
             stream = LiveStream(sid, spec.name, job_id=job_id, created_at=time.time(), options=options,
                                 persistent=persistent, restarts=restarts)
             self.streams[sid] = stream
@@ -174,8 +218,8 @@ class StreamManager:
             result = pipe.wait()
             stream.final_stats = result.get("ingest")
             error = (result.get("ingest") or {}).get("failure")
-            self.store.save_result(stream.job_id, result)
             status = "failed" if error else ("stopped" if stream.stopping else "ended")
+            self.store.save_result(stream.job_id, result, status="stopped" if status == "stopped" else "done")
         except Exception as exc:
             status, error = "failed", str(exc)
         if error:
@@ -213,6 +257,19 @@ class StreamManager:
             stream.watcher.join(timeout)
         with self._lock:
             self.streams.pop(sid, None)
+        return stream
+
+    def set_watches(self, sid: str, watches: list[str]) -> LiveStream | None:
+        """Replace a running stream's standing queries (None if there is no such stream); BadInput when it is
+        not running or runs without the grounding model. A watch kept keeps what it has fired."""
+        stream = self.get(sid)
+        if stream is None:
+            return None
+        watches = check_watches(watches)
+        if stream.status != "running" or stream.pipeline is None:
+            raise BadInput(f"the stream is {stream.status}; watches change only while it runs")
+        stream.pipeline.set_watches(watches)
+        stream.options.grounding = replace(stream.options.grounding, standing=watches)
         return stream
 
     def feed(self, stream: LiveStream, since: int) -> list:

@@ -75,6 +75,7 @@ class MediaDecoder:
                            if self.audio is not None else None)
         self._audio_anchor: float | None = None
         self._audio_emitted = 0
+        self.on_packet = None  # called with each packet once decoded (the recorder remuxes it)
 
     def info(self) -> StreamInfo:
         duration = None
@@ -104,11 +105,10 @@ class MediaDecoder:
             except av.error.InvalidDataError:
                 self.decode_errors += 1
                 continue
-            for frame in frames:
-                if packet.stream is self.video:
-                    item = self._on_video(frame)
-                else:
-                    item = self._on_audio(frame)
+            items = [self._on_video(f) if packet.stream is self.video else self._on_audio(f) for f in frames]
+            if self.on_packet is not None:  # after decoding: the clock's zero is known from the first frame
+                self.on_packet(packet)
+            for item in items:
                 if item is not None:
                     yield item
         for item in self._flush_audio():

@@ -20,6 +20,7 @@ import av
 from models.errors import BadInput, StreamFailed
 from pipelines.media.decode import MediaDecoder, StreamInfo
 from pipelines.media.policy import redact_text
+from pipelines.media.recorder import RecordConfig, Recorder
 from pipelines.media.segment import Segment
 from pipelines.media.segmenter import Segmenter
 from pipelines.media.sources import SourceSpec, open_container
@@ -66,6 +67,7 @@ class IngestStats:
     last_error: str | None = None
     failure: str | None = None
     warnings: list[str] = field(default_factory=list)
+    recording: dict | None = None  # a recorded live source: its folder, segments written, write errors
 
     @property
     def lost_seconds(self) -> float:
@@ -81,6 +83,7 @@ class IngestStats:
             "analysed_until": round(self.analysed_until, 3),
             "last_error": redact_text(self.last_error), "failure": redact_text(self.failure),
             "warnings": [redact_text(w) for w in self.warnings],
+            **({"recording": dict(self.recording)} if self.recording is not None else {}),
         }
 
 
@@ -143,7 +146,8 @@ class SegmentReader:
 
     def __init__(self, spec: SourceSpec, source_id: str, sample_fps: float = 2.0, max_side: int = 640,
                  buffer_segments: int = 8, policy: ReconnectPolicy | None = None, open_timeout_s: float = 10.0,
-                 watchdog_s: float = 5.0, duration_s: float | None = None, seed: int | None = None):
+                 watchdog_s: float = 5.0, duration_s: float | None = None, seed: int | None = None,
+                 record: RecordConfig | None = None):
         self.spec = spec
         self.source_id = source_id
         self.sample_fps = sample_fps
@@ -162,6 +166,8 @@ class SegmentReader:
         self._segmenter: Segmenter | None = None
         self._delivered = False  # the source has sent data: from then on the reconnect policy applies
         self.timings = {"decode_s": 0.0, "segment_s": 0.0}  # seconds the reader thread spent in each
+        # a live source's packets are also remuxed into a ring of segments on disk (recorder.py)
+        self.recorder = Recorder(record) if record is not None and spec.live else None
 
     def start(self) -> SegmentReader:
         self._thread.start()
@@ -189,6 +195,8 @@ class SegmentReader:
         seg.dropped_before = self.stats.frames_dropped
         self.stats.segments_emitted += 1
         self.stats.analysed_until = max(self.stats.analysed_until, float(seg.end))
+        if self.recorder is not None:
+            self.stats.recording = self.recorder.stats()
         self._buffer.put(seg, on_drop=self._on_drop)
 
     def _on_drop(self, seg) -> None:
@@ -205,7 +213,12 @@ class SegmentReader:
     def _run(self) -> None:
         try:
             if self.spec.live:
-                self._run_live()
+                try:
+                    self._run_live()
+                finally:
+                    if self.recorder is not None:
+                        self.recorder.close()
+                        self.stats.recording = self.recorder.stats()
             else:
                 self._run_once()
         except BadInput as exc:
@@ -232,7 +245,17 @@ class SegmentReader:
         info = decoder.info()
         if self.info is None:
             self.info = info
+        if self.recorder is not None:
+            self.recorder.connect([decoder.video, decoder.audio], lambda t: self._stream_time(decoder, t))
+            self.stats.recording = self.recorder.stats()
+            decoder.on_packet = self.recorder.write
         return container, decoder
+
+    def _stream_time(self, decoder: MediaDecoder, t: float) -> float | None:
+        """A packet's own time on the stream's clock (the segmenter's, continued across reconnects)."""
+        if decoder.zero is None or self._segmenter is None:
+            return None
+        return t - decoder.zero + self._segmenter.offset
 
     def _run_once(self) -> None:
         container, decoder = self._connect()

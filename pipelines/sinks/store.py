@@ -17,16 +17,19 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+# "stopped": a live stream its user stopped (its result is saved as for "done")
+JOB_STATUSES = ("queued", "running", "done", "stopped", "failed")
+JOBS_TABLE = """CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, source TEXT NOT NULL, key TEXT,
+    status TEXT NOT NULL CHECK (status IN ({statuses})),
+    progress REAL NOT NULL DEFAULT 0, error TEXT, result_json TEXT,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL
+);""".format(statuses=", ".join(f"'{s}'" for s in JOB_STATUSES))
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sources (
     id TEXT PRIMARY KEY, uri TEXT NOT NULL, kind TEXT NOT NULL, created_at REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY, kind TEXT NOT NULL, source TEXT NOT NULL, key TEXT,
-    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),
-    progress REAL NOT NULL DEFAULT 0, error TEXT, result_json TEXT,
-    created_at REAL NOT NULL, updated_at REAL NOT NULL
-);
+{jobs}
 CREATE INDEX IF NOT EXISTS jobs_key ON jobs(key);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, label TEXT NOT NULL,
@@ -64,7 +67,7 @@ CREATE TABLE IF NOT EXISTS stream_restarts (
     stream_id TEXT PRIMARY KEY, kind TEXT NOT NULL, source TEXT NOT NULL, rtsp_transport TEXT NOT NULL,
     job_id TEXT NOT NULL, restarts INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL
 );
-"""
+""".replace("{jobs}", JOBS_TABLE)
 GROUNDING_TABLES = ("grounding_clips", "grounding_seconds", "grounding_windows")
 
 
@@ -82,6 +85,7 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=30000")
+        _widen_job_statuses(self.db)
         self.db.executescript(SCHEMA)
         _add_missing_columns(self.db, "events", {"model": "TEXT", "taxonomy": "TEXT"})
 
@@ -169,8 +173,11 @@ class Store:
             return int(self.db.execute(q, statuses).fetchone()[0])
 
     # -- results -------------------------------------------------------------------------------------------
-    def save_result(self, job_id: str, result: dict) -> None:
-        """Replace every row of `job_id` with `result` and mark the job done, atomically."""
+    def save_result(self, job_id: str, result: dict, status: str = "done") -> None:
+        """Replace every row of `job_id` with `result` and mark the job `status` (done, or stopped for a live
+        stream its user stopped), atomically."""
+        if status not in ("done", "stopped"):
+            raise ValueError(f"a saved result is done or stopped, not {status}")
         source = result.get("source", "")
 
         def write(db: sqlite3.Connection) -> None:
@@ -182,8 +189,8 @@ class Store:
                            "VALUES (?,?,?,?,?,?,?)",
                            [(job_id, source, m["query"], m["start"], m["end"], m["score"],
                              json.dumps(m.get("modality_weights", {}))) for m in result.get("moments", [])])
-            db.execute("UPDATE jobs SET status='done', progress=1, error=NULL, result_json=?, updated_at=? "
-                       "WHERE id=?", (json.dumps(result), time.time(), job_id))
+            db.execute("UPDATE jobs SET status=?, progress=1, error=NULL, result_json=?, updated_at=? "
+                       "WHERE id=?", (status, json.dumps(result), time.time(), job_id))
 
         self._tx(write)
 
@@ -288,6 +295,31 @@ class Store:
 def _delete_grounding(db: sqlite3.Connection, source_id: str) -> None:
     for table in GROUNDING_TABLES:
         db.execute(f"DELETE FROM {table} WHERE source_id=?", (source_id,))
+
+
+def _widen_job_statuses(db: sqlite3.Connection) -> None:
+    """Bring a jobs table written before "stopped" existed up to the schema: SQLite cannot change a CHECK
+    constraint, so the table is rebuilt with its rows in one transaction."""
+    def current() -> bool:
+        row = db.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name='jobs'").fetchone()
+        return row is None or "'stopped'" in row[0]
+
+    if current():
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if current():  # another process upgraded it meanwhile
+            db.execute("ROLLBACK")
+            return
+        columns = ", ".join(r[1] for r in db.execute("PRAGMA table_info(jobs)"))
+        db.execute("ALTER TABLE jobs RENAME TO jobs_before_stopped")
+        db.execute(JOBS_TABLE)
+        db.execute(f"INSERT INTO jobs ({columns}) SELECT {columns} FROM jobs_before_stopped")
+        db.execute("DROP TABLE jobs_before_stopped")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _add_missing_columns(db: sqlite3.Connection, table: str, columns: dict[str, str]) -> None:

@@ -65,6 +65,8 @@ class StageHost:
 
     def _call(self, stream: str, config, method: str, args: tuple):
         stage = self._stage(stream, config)
+        if hasattr(stage, "reconfigure") and stage.config != config:  # e.g. watches changed on a running stream
+            stage.reconfigure(config)
         return self.clocks[stream].call(self.node.name, stage, method, list(args))
 
     def open(self, stream: str, config) -> bool:
@@ -154,7 +156,7 @@ class IngestActor:
 
     def __init__(self, spec: SourceSpec, source_id: str, sample_fps: float = 2.0, max_side: int = 640,
                  duration_s: float | None = None, policy: ReconnectPolicy | None = None, watchdog_s: float = 5.0,
-                 open_timeout_s: float = 10.0, budget=None):
+                 open_timeout_s: float = 10.0, budget=None, record=None):
         self.budget = None  # (no torch here: this actor decodes and dispatches, and stays small)
         if budget is not None:  # opt-in latency budget (spine/budget.py): picks tier and frame rate per second
             from pipelines.spine.budget import BudgetHook
@@ -162,7 +164,8 @@ class IngestActor:
             self.budget = BudgetHook(budget, sample_fps)
         self.reader = SegmentReader(spec, source_id, sample_fps=sample_fps, max_side=max_side,
                                     duration_s=duration_s, policy=policy, watchdog_s=watchdog_s,
-                                    open_timeout_s=open_timeout_s)
+                                    open_timeout_s=open_timeout_s, record=record)
+        self.configs: dict = {}  # node name -> the config its calls carry (set by `run`, changed by `set_config`)
         self.position = 0.0
         self.call_s = 0.0
         self.wait_s = 0.0
@@ -175,6 +178,10 @@ class IngestActor:
     def stop(self) -> None:
         self.reader.stop()
 
+    def set_config(self, node: str, config) -> None:
+        """The config `node` gets from the next second on (its host's stage adopts it: `reconfigure`)."""
+        self.configs[node] = config
+
     def info(self, timeout: float = 30.0) -> dict | None:
         info = self.reader.wait_info(timeout)
         return None if info is None else info.__dict__
@@ -185,9 +192,10 @@ class IngestActor:
         stage config (`configs`: node name -> config), into `sink`."""
 
         seq = 0  # this stream's second number at the hosts (its finish comes last)
+        self.configs = {**configs, **self.configs}  # `set_config` may replace one while the stream runs
 
         def call(node: graph.Node, method: str, args: list):
-            return getattr(hosts[node.name], method).remote(stream, seq, configs[node.name], *args)
+            return getattr(hosts[node.name], method).remote(stream, seq, self.configs[node.name], *args)
 
         self.reader.start()
         inflight: deque = deque()

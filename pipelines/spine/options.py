@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from pipelines.media.ingest import ReconnectPolicy
 from pipelines.media.policy import SourcePolicy
+from pipelines.media.recorder import RecordConfig
 from pipelines.sinks.webhooks import WebhookConfig
 from pipelines.spine.budget import LatencyBudget
 from pipelines.stages.config import GroundingConfig, StageConfig
@@ -25,5 +26,6 @@ class AnalyzeOptions:
     grounding: GroundingConfig = field(default_factory=GroundingConfig)
     webhook: WebhookConfig = field(default_factory=WebhookConfig)
     budget: LatencyBudget | None = None  # opt-in, live spine only: a controller picks tier and fps each second
+    record: RecordConfig | None = None  # live sources: keep a ring of the raw stream on disk for playback
     # Sources named by remote callers (REST): every connection made for the source is checked and pinned.
     source_policy: SourcePolicy | None = None

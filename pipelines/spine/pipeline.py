@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 import time
@@ -58,7 +59,8 @@ class Pipeline:
         self.sink = SinkActor.remote(self.spec.name, job_id, db_path, webhook=options.webhook)
         self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
                                          options.max_side, options.duration_s, options.reconnect,
-                                         options.watchdog_s, options.open_timeout_s, budget=options.budget)
+                                         options.watchdog_s, options.open_timeout_s, budget=options.budget,
+                                         record=options.record)
         try:  # the stream's stages are built (and a host's models loaded) before the first second
             ray.get([self.actors[n].open.remote(self.stream, c) for n, c in self.configs.items()]
                     + [self.sink.ready.remote()])
@@ -83,6 +85,15 @@ class Pipeline:
 
     def stop(self) -> None:
         self.ingest.stop.remote()
+
+    def set_watches(self, standing: list[str], timeout: float = 10.0) -> None:
+        """Replace the standing queries of this running stream from its next second on; BadInput when it runs
+        without the grounding stage."""
+        if "grounding" not in self.configs:
+            raise BadInput("this stream runs without the grounding model, so it cannot take watches")
+        config = dataclasses.replace(self.configs["grounding"], standing=list(standing))
+        self._ray.get(self.ingest.set_config.remote("grounding", config), timeout=timeout)
+        self.configs["grounding"] = config
 
     def done(self, timeout: float = 0.0) -> bool:
         ready, _ = self._ray.wait([self.run_ref], timeout=timeout)

@@ -57,7 +57,8 @@ class GroundingConfig:
     lookback_s: int = 30
     index_db: str | None = None  # also store the per-second features in this database's grounding index
     index_source: str | None = None  # the id the source gets in that index
+    watchable: bool = False  # a live stream whose standing queries may change while it runs keeps this stage
 
     @property
     def enabled(self) -> bool:
-        return bool(self.queries or self.standing or self.index_db)
+        return bool(self.queries or self.standing or self.index_db or self.watchable)

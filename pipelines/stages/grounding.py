@@ -57,6 +57,15 @@ class GroundingStage:
         self.fired: dict[str, list[tuple[float, float]]] = {q: [] for q in config.standing}
         self.t0: float | None = None
 
+    def reconfigure(self, config: GroundingConfig) -> None:
+        """New standing queries for a running stream (the ingest sends the new config with every call): a query
+        kept keeps what it has fired, a new one is checked from the next check on, over the same recent past."""
+        for q in config.standing:
+            if not q.strip():
+                raise BadInput("queries must not be empty")
+        self.fired = {q: self.fired.get(q, []) for q in config.standing}
+        self.config = config
+
     def _append(self, record: Second, audio: dict, visual: dict) -> None:
         if self.t0 is None:
             self.t0 = float(record.start)
@@ -143,7 +152,7 @@ class GroundingStage:
         """End of stream: answer the one-off queries over everything seen."""
         if self.t0 is not None:
             self._take_text(record)
-        if not self.audio:
+        if not self.audio or not (self.config.queries or self.config.index_db):
             return record
         clip = self.features()
         if self.config.index_db:

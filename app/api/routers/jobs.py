@@ -1,18 +1,20 @@
-"""`POST /v1/analyze` (upload a clip, get a job), `GET /v1/jobs/{id}` and `GET /v1/jobs/{id}/result`."""
+"""`POST /v1/analyze` (upload a clip, get a job), `GET /v1/jobs/{id}`, `GET /v1/jobs/{id}/result`, and
+`GET /v1/jobs/{id}/clip` (a live stream's recording between two stream times)."""
 
 from __future__ import annotations
 
 import shutil
 import uuid
 
-from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.api.context import Services, require_api_key, services
 from app.api.multipart import receive_upload
 from app.api.schemas import AnalysisResult, JobCreated, JobStatus, Problem
 from app.services.jobs import QueueFull
+from app.services.recordings import clip_for_job
 from app.services.uploads import UploadRejected, check_media
 
 router = APIRouter(prefix="/v1", tags=["jobs"], dependencies=[Depends(require_api_key)])
@@ -87,6 +89,24 @@ def job_result(job_id: str, svc: Services = Depends(services)):
     if job["status"] == "failed":
         raise HTTPException(409, f"job failed: {job['error']}")
     result = svc.store.result(job_id)
-    if job["status"] != "done" or result is None:
+    if job["status"] not in ("done", "stopped") or result is None:
         raise HTTPException(409, f"job is {job['status']} ({job['progress']:.0%}); poll its status_url")
     return JSONResponse(result)
+
+
+@router.get("/jobs/{job_id}/clip", response_class=Response,
+            responses={200: {"content": {"video/mp4": {}}, "description": "an MP4 of the recording; header "
+                             "X-Clip-Start: the stream time of its 0 s"},
+                       400: {"model": Problem}, 404: {"model": Problem}},
+            summary="A live stream's recording between two stream times (seconds), e.g. 3 s before an alert")
+def job_clip(job_id: str, start: float = Query(ge=0, description="stream time, seconds"),
+             end: float = Query(gt=0, description="stream time, seconds; at most 120 s after start"),
+             svc: Services = Depends(services)) -> Response:
+    try:
+        clip = clip_for_job(svc.store, svc.settings.recordings_dir, job_id, start, end)
+    except LookupError as exc:
+        raise HTTPException(404, str(exc)) from None
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    return Response(clip.data, media_type="video/mp4",
+                    headers={"X-Clip-Start": f"{clip.start:.3f}", "X-Clip-End": f"{clip.end:.3f}"})

@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.context import Services, require_api_key, services
-from app.api.schemas import Problem, StreamCreate, StreamInfo
+from app.api.schemas import Problem, StreamCreate, StreamInfo, WatchesUpdate
 from app.api.sse import comment, feed_item_frames, frame
 from app.services.streams import LiveStream, TooManyStreams
 from models.errors import BadInput
@@ -27,7 +27,8 @@ def _info(stream: LiveStream, health: dict | None = None) -> StreamInfo:
     return StreamInfo(id=stream.id, source=stream.source, job_id=stream.job_id, status=stream.status,
                       error=stream.error, created_at=stream.created_at, persistent=stream.persistent,
                       health=(health or {}).get("stats", {}),
-                      events_url=f"/v1/streams/{stream.id}/events")
+                      events_url=f"/v1/streams/{stream.id}/events", watches=stream.watches,
+                      recorded=stream.recording is not None)
 
 
 def _get(svc: Services, stream_id: str) -> LiveStream:
@@ -42,7 +43,8 @@ def _get(svc: Services, stream_id: str) -> LiveStream:
              summary="Start analysing a live source (connects in the background; status starts as 'starting')")
 def add_stream(body: StreamCreate, svc: Services = Depends(services)) -> StreamInfo:
     try:
-        stream = svc.streams.add(body.source, body.rtsp_transport, persistent=body.persistent)
+        stream = svc.streams.add(body.source, body.rtsp_transport, persistent=body.persistent,
+                                 watches=body.watches or None)
     except SourceRefused as exc:
         log.info("stream source refused: %s", exc.reason)
         raise HTTPException(400, GENERIC_REFUSAL) from None
@@ -71,6 +73,19 @@ def remove_stream(stream_id: str, svc: Services = Depends(services)) -> StreamIn
     if stream is None:
         raise HTTPException(404, "no such stream")
     return _info(stream, {"stats": stream.final_stats or {}})
+
+
+@router.put("/{stream_id}/watches", response_model=StreamInfo,
+            responses={400: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}},
+            summary="Replace a running stream's standing queries (watches); they are checked from its next second")
+def set_watches(stream_id: str, body: WatchesUpdate, svc: Services = Depends(services)) -> StreamInfo:
+    try:
+        stream = svc.streams.set_watches(stream_id, body.watches)
+    except BadInput as exc:
+        raise HTTPException(409, str(exc)) from None
+    if stream is None:
+        raise HTTPException(404, "no such stream")
+    return _info(stream, svc.streams.health(stream))
 
 
 @router.get("/{stream_id}/events", responses={200: {"content": {"text/event-stream": {}}}, 404: {"model": Problem}},

@@ -1,0 +1,76 @@
+"""Recordings of live streams, shared by the REST API and the dashboard: where each stream's ring of segments
+lives (`recordings/<job id>/` next to the store, so a server and a dashboard on one `--db` see each other's),
+how much is kept, and the clip of a job's recording between two stream times."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (imported where used: settings import this module, and must stay light)
+    from pipelines.media.clips import Clip
+    from pipelines.media.recorder import RecordConfig
+    from pipelines.sinks.store import Store
+
+JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclass
+class Retention:
+    """How much of each live stream is kept: the newest `minutes` and at most `gb` gigabytes (whichever is
+    less); finished streams' recordings stay for playback until all of them together pass `gb`, oldest
+    removed first. `minutes == 0` turns recording off."""
+
+    minutes: float = 60.0
+    gb: float = 2.0
+    segment_s: float = 4.0
+
+    def __post_init__(self) -> None:
+        if not (self.minutes >= 0 and self.gb > 0 and self.segment_s > 0):
+            raise ValueError("recording minutes must be 0 or more, and gigabytes positive")
+
+    @property
+    def enabled(self) -> bool:
+        return self.minutes > 0
+
+
+def recordings_root(db_path: str | Path) -> Path:
+    """The recordings' folder of the store at `db_path`."""
+    return Path(db_path).resolve().parent / "recordings"
+
+
+def recording_dir(root: Path, job_id: str) -> Path | None:
+    """Job `job_id`'s recording folder under `root`, or None for an id that could name anything else."""
+    if not JOB_ID.fullmatch(job_id):
+        return None
+    folder = (root / job_id).resolve()
+    return folder if folder.parent == root.resolve() else None
+
+
+def record_config(root: Path, job_id: str, retention: Retention, running: set[str]) -> RecordConfig | None:
+    """The ring for a new stream's job, after old recordings over the size limit are deleted (never those in
+    `running`); None when recording is off."""
+    from pipelines.media.recorder import RecordConfig, prune_recordings
+
+    folder = recording_dir(root, job_id)
+    if not retention.enabled or folder is None:
+        return None
+    prune_recordings(root, retention.gb, keep=running | {job_id})
+    return RecordConfig(str(folder), segment_s=retention.segment_s, keep_minutes=retention.minutes,
+                        keep_gb=retention.gb)
+
+
+def clip_for_job(store: Store, root: Path, job_id: str, start: float, end: float) -> Clip:
+    """The recording of job `job_id` between stream times `start` and `end` (an MP4, from the keyframe at or before
+    `start`). NotRecorded (LookupError) for an unknown job or a range not recorded; ValueError for a bad range."""
+    from pipelines.media.clips import NotRecorded, cut_clip
+    from pipelines.media.recorder import list_segments
+
+    folder = recording_dir(root, job_id)
+    if folder is None or store.job(job_id) is None:
+        raise NotRecorded("no such job")
+    if not list_segments(folder):
+        raise NotRecorded("this job has no recording (only live streams are recorded)")
+    return cut_clip(folder, start, end)

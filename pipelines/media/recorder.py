@@ -1,0 +1,174 @@
+"""Recording of a live source for playback: the packets the ingest already demuxes are written again, without
+re-encoding, into a bounded ring of short MPEG-TS segments on disk (no second connection to the camera).
+
+Segments start on a video keyframe (any packet for audio-only sources) once `segment_s` have passed, and are
+named by the stream time of their first packet in milliseconds (`000000012000.ts`). Packet timestamps are
+rewritten to the stream's own clock (the one events, alerts and moments use, continued across reconnects)
+plus `OFFSET_S`, so a time on the timeline is found in the recording without any table. MPEG-TS is kept
+because a segment still being written is readable up to its last packet: the newest seconds can be played.
+After each new segment the oldest are deleted while the ring holds more than `keep_minutes` or `keep_gb`.
+A recording failure never stops the analysis; it is counted and the next keyframe starts a new segment.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import av
+
+OFFSET_S = 10.0  # recorded timestamps are stream time + this, so no DTS is negative at a stream's start
+TIME_BASE = Fraction(1, 90_000)
+SUFFIX = ".ts"
+log = logging.getLogger("foresight.recorder")
+
+
+@dataclass
+class RecordConfig:
+    """Where a live source is recorded and how much of it is kept (the newest `keep_minutes` and at most
+    `keep_gb`, whichever is less)."""
+
+    dir: str
+    segment_s: float = 4.0
+    keep_minutes: float = 60.0
+    keep_gb: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not (self.segment_s > 0 and self.keep_minutes > 0 and self.keep_gb > 0):
+            raise ValueError("recording segment length and retention must be positive")
+
+
+def segment_start(path: Path) -> float:
+    """The stream time (seconds) of a segment's first packet, from its name."""
+    return int(path.stem) / 1000.0
+
+
+def list_segments(folder: str | Path) -> list[Path]:
+    """A recording's segments, oldest first."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*" + SUFFIX) if p.stem.isdigit())
+
+
+class Recorder:
+    """Writes the packets of one live source into `config.dir`; `connect` is called on every (re)connection
+    with the input streams and the clock that maps a packet's own time (seconds) to stream time, or None
+    while it is not known yet."""
+
+    def __init__(self, config: RecordConfig):
+        self.config = config
+        self.folder = Path(config.dir)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.errors = 0
+        self.segments_written = 0
+        self._inputs: dict[int, object] = {}
+        self._clock: Callable[[float], float | None] = lambda t: None
+        self._has_video = False
+        self._out = None
+        self._out_streams: dict[int, object] = {}
+        self._start = 0.0
+        self._path: Path | None = None
+
+    def connect(self, streams: list, clock: Callable[[float], float | None]) -> None:
+        """A new connection: close the open segment (the new one may carry other parameters)."""
+        self.close()
+        self._inputs = {s.index: s for s in streams if s is not None}
+        self._has_video = any(s.type == "video" for s in self._inputs.values())
+        self._clock = clock
+
+    def write(self, packet) -> None:
+        """Record one demuxed packet (after it was decoded); packets before the first keyframe are skipped."""
+        stream = self._inputs.get(packet.stream_index)
+        if stream is None or packet.pts is None or packet.size == 0:
+            return
+        tb = packet.time_base
+        t = self._clock(float(packet.pts * tb))
+        if t is None:
+            return
+        dts = t if packet.dts is None else self._clock(float(packet.dts * tb))
+        cut = (packet.is_keyframe and stream.type == "video") if self._has_video else True
+        try:
+            if self._out is None or (cut and t - self._start >= self.config.segment_s):
+                if not cut:
+                    return
+                self._open(t)
+            packet.stream = self._out_streams[packet.stream_index]
+            packet.time_base = TIME_BASE
+            packet.pts = round((t + OFFSET_S) / TIME_BASE)
+            packet.dts = round((dts + OFFSET_S) / TIME_BASE)
+            self._out.mux(packet)
+        except (av.error.FFmpegError, OSError, ValueError) as exc:
+            self.errors += 1
+            log.warning("recording %s: %s (a new segment starts at the next keyframe)", self.folder, exc)
+            self.close()
+
+    def _open(self, t: float) -> None:
+        self.close()
+        self._path = self.folder / f"{max(0, round(t * 1000)):012d}{SUFFIX}"
+        self._out = av.open(str(self._path), "w", format="mpegts")
+        self._out_streams = {i: self._out.add_stream_from_template(s) for i, s in self._inputs.items()}
+        self._start = t
+        self.segments_written += 1
+        self.prune()
+
+    def close(self) -> None:
+        """Finish the open segment (the last one of a stream, or before a reconnect)."""
+        out, self._out = self._out, None
+        if out is not None:
+            try:
+                out.close()
+            except (av.error.FFmpegError, OSError) as exc:
+                self.errors += 1
+                log.warning("recording %s: closing a segment: %s", self.folder, exc)
+
+    def prune(self) -> list[Path]:
+        """Delete the oldest segments (never the open one) while the ring is over its time or size limit."""
+        segments = [p for p in list_segments(self.folder) if p != self._path]
+        sizes = {p: _size(p) for p in segments}
+        total = sum(sizes.values()) + (_size(self._path) if self._path else 0)
+        newest = self._start if self._path else (segment_start(segments[-1]) if segments else 0.0)
+        deleted = []
+        for p in segments:
+            over_time = newest - segment_start(p) > self.config.keep_minutes * 60
+            if not over_time and total <= self.config.keep_gb * 1e9:
+                break
+            p.unlink(missing_ok=True)
+            total -= sizes[p]
+            deleted.append(p)
+        return deleted
+
+    def stats(self) -> dict:
+        return {"dir": str(self.folder), "segments_written": self.segments_written, "errors": self.errors}
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def prune_recordings(root: str | Path, keep_gb: float, keep: set[str] = frozenset()) -> list[Path]:
+    """Delete the oldest stream recordings under `root` (one folder each) while they hold more than `keep_gb`
+    in all; folders named in `keep` (running streams) are left alone."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    folders = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    sizes = {p: sum(_size(s) for s in p.glob("*" + SUFFIX)) for p in folders}
+    total = sum(sizes.values())
+    deleted = []
+    for p in folders:
+        if total <= keep_gb * 1e9:
+            break
+        if p.name in keep:
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        total -= sizes[p]
+        deleted.append(p)
+    return deleted

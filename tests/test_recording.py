@@ -1,0 +1,86 @@
+"""Recording of live sources for playback (pipelines/media/recorder.py, clips.py), on real decoding: the demo
+clip read as a live source (it ends and is reopened, as a camera that drops out and comes back), its packets
+remuxed into a ring of segments, and clips cut from the ring whose pictures are the ones the analysis saw at
+the same stream time, before and after the reconnect."""
+
+from __future__ import annotations
+
+import io
+
+import av
+import numpy as np
+import pytest
+
+from pipelines.media.clips import NotRecorded, cut_clip, recorded_range
+from pipelines.media.ingest import ReconnectPolicy, SegmentReader
+from pipelines.media.recorder import RecordConfig, Recorder, list_segments, prune_recordings, segment_start
+from pipelines.media.sources import parse_source
+
+
+def clip_frames(data: bytes) -> list[tuple[float, np.ndarray]]:
+    with av.open(io.BytesIO(data)) as container:
+        return [(float(f.time), f.to_ndarray(format="rgb24")) for f in container.decode(video=0)]
+
+
+@pytest.fixture(scope="module")
+def recorded(demo_clip, tmp_path_factory):
+    """The demo clip as a live source for 30 s of stream time (one reconnect at its end), recorded."""
+    folder = tmp_path_factory.mktemp("rec") / "stream-1"
+    spec = parse_source(str(demo_clip[0]), live=True)
+    reader = SegmentReader(spec, "demo", duration_s=30.0, policy=ReconnectPolicy(initial_s=0.05, jitter=0.0),
+                           record=RecordConfig(str(folder), segment_s=2.0)).start()
+    samples = []
+    while (seg := reader.get(timeout=60)) is not None:
+        samples += list(zip(seg.frame_times, seg.frames, strict=True))
+    return folder, samples, reader.stats
+
+
+def test_segments_start_on_the_stream_clock_and_clips_show_what_the_analysis_saw(recorded):
+    folder, samples, stats = recorded
+    assert stats.reconnects == 1 and stats.recording["errors"] == 0
+    segments = list_segments(folder)
+    starts = [segment_start(p) for p in segments]
+    assert len(segments) == stats.recording["segments_written"] >= 10 and starts == sorted(starts)
+    first, last = recorded_range(folder)
+    assert first == starts[0] < 1.0 and last > 29.0
+    resume = stats.lost_intervals[0][1]
+    for t in (10.0, resume + 3.0):  # before and after the reconnect
+        clip = cut_clip(folder, t - 3.0, t + 1.0)
+        assert t - 3.0 - 2.0 <= clip.start <= t - 3.0 and clip.end >= t
+        frames = clip_frames(clip.data)
+        with av.open(io.BytesIO(clip.data)) as container:  # the sound is kept too, not re-encoded
+            assert [s.codec_context.name for s in container.streams] == ["h264", "aac"]
+        assert frames[0][0] == pytest.approx(0.0, abs=0.05)
+        seen = [s for s in samples if clip.start + 0.5 < s[0] < t][:3]
+        assert len(seen) == 3
+        for when, rgb in seen:
+            # the clip's frame at the same stream time as a frame the analysis sampled is that frame
+            shown = min(frames, key=lambda f: abs(f[0] + clip.start - when))
+            assert abs(shown[0] + clip.start - when) < 0.03
+            assert np.abs(shown[1].astype(int) - rgb.astype(int)).mean() < 2.0, (t, when)
+
+
+def test_clips_outside_the_recording_are_refused(recorded):
+    folder = recorded[0]
+    with pytest.raises(NotRecorded):
+        cut_clip(folder, 500.0, 510.0)
+    for start, end in ((5.0, 5.0), (-1.0, 3.0), (0.0, 1000.0), (float("nan"), 3.0)):
+        with pytest.raises(ValueError):
+            cut_clip(folder, start, end)
+
+
+def test_retention_keeps_the_newest_minutes_and_gigabytes(recorded, tmp_path):
+    import shutil
+
+    folder = tmp_path / "ring"
+    shutil.copytree(recorded[0], folder)
+    newest = segment_start(list_segments(folder)[-1])
+    Recorder(RecordConfig(str(folder), keep_minutes=0.1)).prune()  # 6 s
+    kept = [segment_start(p) for p in list_segments(folder)]
+    assert kept and min(kept) >= newest - 6.0 and len(kept) < len(list_segments(recorded[0]))
+    Recorder(RecordConfig(str(folder), keep_gb=1e-9)).prune()  # over any size: all but the open one go
+    assert list_segments(folder) == []
+    other = tmp_path / "stream-2"
+    shutil.copytree(recorded[0], other)
+    assert prune_recordings(tmp_path, keep_gb=1e-9, keep={"stream-2"}) == [folder]
+    assert list_segments(other)

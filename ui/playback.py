@@ -1,0 +1,57 @@
+"""Playback of a live stream's moments from its recording: a button per fired watch, alert and recent event;
+a click cuts the recording from a few seconds before that moment (`app.services.recordings`, no re-encoding)
+and plays it.
+
+The clip is cut once per click and kept in the session, so the view's refresh every second does not reload the
+player; the buttons are keyed by the moment itself, so they survive new events arriving.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pipelines.sinks.store import Store
+from ui import backend
+from ui.data import fmt_time
+from ui.timeline import human_label
+
+BEFORE_S = 3.0  # the clip starts this long before the moment
+MAX_EVENTS = 6
+
+
+def playable(events: list[dict], alerts: list[dict], moments: list[dict]) -> list[tuple[str, float, str]]:
+    """(kind, stream time, name) of what can be played: every fired watch and alert, and the latest events,
+    newest first."""
+    items = [("watch", float(m["start"]), str(m.get("query", "?"))) for m in moments]
+    items += [("alert", float(a["time"]), str(a.get("rule") or a.get("severity") or "alert")) for a in alerts]
+    latest = sorted(events, key=lambda e: -float(e["start"]))[:MAX_EVENTS]
+    items += [("event", float(e["start"]), e.get("name") or human_label(e.get("label", "?"))) for e in latest]
+    return sorted(items, key=lambda i: -i[1])
+
+
+def playback_panel(store: Store, job_id: str, events: list[dict], alerts: list[dict], moments: list[dict],
+                   player=None) -> None:
+    """Buttons that play a moment of job `job_id` from its recording, and the player of the last one clicked (in
+    the container `player` when given: a place that stays put while the page refreshes)."""
+    items = playable(events, alerts, moments)
+    if not items:
+        return
+    player = player if player is not None else st.container()
+    st.subheader("Play back from the recording")
+    playing = st.session_state.setdefault("playing", {})
+    cols = st.columns(3)
+    for i, (kind, t, name) in enumerate(items[:12]):
+        label = f"▶ {fmt_time(t)} {name} ({kind})"
+        if cols[i % 3].button(label, key=f"play_{job_id}_{kind}_{t:.2f}_{name[:40]}"):
+            clip = backend.recorded_clip(store, job_id, t, BEFORE_S)
+            playing[job_id] = (kind, t, name, clip)
+    if job_id not in playing:
+        return
+    kind, t, name, clip = playing[job_id]
+    if clip is None:
+        player.warning(f"{fmt_time(t)} is not in the recording (not recorded, or older than the retention keeps)")
+        return
+    begin = max(0.0, t - BEFORE_S)
+    player.video(clip.data, start_time=int(round(clip.offset(begin))))
+    player.caption(f"from the recording ({fmt_time(clip.start)}-{fmt_time(clip.end)} of the stream): playing from "
+               f"{fmt_time(begin)}, {t - begin:.0f} s before {name} ({kind}) at {fmt_time(t)} ({t:.1f} s)")
