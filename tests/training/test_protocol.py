@@ -12,9 +12,10 @@ from training.protocol.actors import Pipeline
 from training.protocol.evaluate import local_gradients, relative_error, seeded_projection
 from training.protocol.experiment import BYTE_BUDGET, MICRO_BATCHES, bytes_per_step, experiment_config
 from training.protocol.model import ModelConfig, StagedModel
+from training.protocol.recipe import Recipe
 from training.protocol.wire import pack, unpack
 
-CONFIG = ModelConfig(vocab=11, d=32, k=2, heads=2, layers=3, stages=3, context=8, seed=5)
+CONFIG = ModelConfig(vocab=11, d=32, k=2, heads=2, layers=4, stages=3, tail=2, context=8, seed=5)  # blocks 1|1|2
 B = 4
 
 
@@ -82,7 +83,7 @@ def test_bytes_counted_on_the_wire_are_k_floats_and_ids_against_d_floats():
 
 def test_training_through_the_wire_lowers_the_loss_and_post_hoc_projection_is_lossy():
     pipe = Pipeline(CONFIG.stages, on_ray=False)
-    pipe.build(CONFIG, "full", lr=1e-2)
+    pipe.build(CONFIG, "full", Recipe(lr=1e-2))
     x, y = batch(3)
     first = pipe.step(x, y)
     for _ in range(15):
@@ -98,7 +99,7 @@ def test_training_through_the_wire_lowers_the_loss_and_post_hoc_projection_is_lo
 def test_linear_decay_reaches_zero_learning_rate():
     pipe = Pipeline(2, on_ray=False)
     config = ModelConfig(vocab=11, d=32, k=2, heads=2, layers=2, stages=2, context=8, seed=5)
-    pipe.build(config, "ssn", lr=1e-2, steps=3)
+    pipe.build(config, "ssn", Recipe(lr=1e-2, steps=3, warmup=1))
     for _ in range(3):
         pipe.step(*batch(4, config))
     before = pipe.state_dict()
