@@ -134,7 +134,7 @@ def run(seed: int = 0, progress: Callable | None = None) -> Result:
                      "train_s": round(info["seconds"], 1) if info else ""})
     ssn_gap = losses["ssn"] / losses["full"] - 1.0
     posthoc_gap = min(losses["full, post-hoc seeded U"], losses["full, post-hoc PCA + token mean"]) / losses["full"] - 1.0
-    figures = {"grad_rel_err": grad_err, "val_full": losses["full"], "val_ssn": losses["ssn"], "ssn_gap": ssn_gap,
+    figures = {"d": config.d, "k": config.k, "layers": config.layers, "steps": STEPS, "grad_rel_err": grad_err, "val_full": losses["full"], "val_ssn": losses["ssn"], "ssn_gap": ssn_gap,
                "bytes_ratio": ssn_bytes / full_bytes, "posthoc_best_gap": posthoc_gap, "actor_cpu_s": actor_cpu}
     checks = {"gradients through the compressed wire equal the uncompressed model's (rel err < 1e-5)":
               bool(grad_err < 1e-5 and loss_diff < 1e-5),
