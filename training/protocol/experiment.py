@@ -3,7 +3,8 @@ Subspace Network (k of d numbers a token on the wire), plus post-hoc projection 
 
 The direction checked: (1) gradients through the compressed wire equal those of the same model with no wire;
 (2) the SSN's validation loss stays within 2 % of the uncompressed model's after the same number of steps (same
-data, seed and recipe), while (3) its stages send at most 5 % of the bytes; (4) squeezing a normally trained model into k numbers a token after training loses clearly more.
+data, seed and recipe), while (3) its stages send at most 5 % of the bytes; (4) squeezing a normally trained
+model into k numbers a token after training loses clearly more.
 """
 
 from __future__ import annotations
