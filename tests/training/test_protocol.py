@@ -4,18 +4,23 @@ message), so these take seconds; one cheap check runs a two-stage pipeline on re
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 from training.protocol.actors import Pipeline
 from training.protocol.evaluate import local_gradients, relative_error, seeded_projection
-from training.protocol.experiment import BYTE_BUDGET, MICRO_BATCHES, bytes_per_step, experiment_config
+from training.protocol.experiment import BYTE_BUDGET, MICRO_BATCHES, STEPS, bytes_per_step, experiment_config
 from training.protocol.model import ModelConfig, StagedModel
+from training.protocol.recipe import Recipe
 from training.protocol.wire import pack, unpack
 
-CONFIG = ModelConfig(vocab=11, d=32, k=2, heads=2, layers=3, stages=3, context=8, seed=5)
+CONFIG = ModelConfig(vocab=11, d=32, k=2, heads=2, layers=4, stages=3, tail=2, context=8, seed=5)  # blocks 1|1|2
 B = 4
+RESULT = Path(__file__).resolve().parents[2] / "docs" / "results" / "training" / "protocol.json"
 
 
 def batch(seed: int, config: ModelConfig = CONFIG) -> tuple[torch.Tensor, torch.Tensor]:
@@ -45,6 +50,7 @@ def test_wire_round_trip_is_exact():
 
 
 def test_ssn_boundaries_lie_in_the_subspace_and_full_ones_do_not():
+    assert [list(CONFIG.stage_layers(i)) for i in range(CONFIG.stages)] == [[0], [1], [2, 3]]
     tokens, _ = batch(0)
     for mode, inside in (("ssn", True), ("full", False)):
         model = StagedModel(CONFIG, mode)
@@ -80,9 +86,22 @@ def test_bytes_counted_on_the_wire_are_k_floats_and_ids_against_d_floats():
     assert MICRO_BATCHES >= 2
 
 
+def test_committed_result_is_for_the_committed_settings_and_held():
+    """The experiment takes minutes, so the test reads its committed result: it must come from today's settings
+    (a change that was not re-run fails here) and say that every part of the direction held."""
+    doc = json.loads(RESULT.read_text())
+    config, figures = experiment_config(vocab=93, seed=0), doc["figures"]
+    assert (figures["d"], figures["k"], figures["layers"], figures["steps"]) == (config.d, config.k, config.layers,
+                                                                                  STEPS)
+    assert figures["bytes_ratio"] == pytest.approx(bytes_per_step(config, "ssn") / bytes_per_step(config, "full"),
+                                                   rel=1e-6)
+    assert doc["held"] and all(doc["checks"].values())
+    assert figures["ssn_gap"] <= 0.02 and figures["bytes_ratio"] <= BYTE_BUDGET and figures["grad_rel_err"] < 1e-5
+
+
 def test_training_through_the_wire_lowers_the_loss_and_post_hoc_projection_is_lossy():
     pipe = Pipeline(CONFIG.stages, on_ray=False)
-    pipe.build(CONFIG, "full", lr=1e-2)
+    pipe.build(CONFIG, "full", Recipe(lr=1e-2))
     x, y = batch(3)
     first = pipe.step(x, y)
     for _ in range(15):
@@ -95,10 +114,16 @@ def test_training_through_the_wire_lowers_the_loss_and_post_hoc_projection_is_lo
     assert projected > exact + 0.1  # squeezing a normally trained model after the fact loses information
 
 
-def test_linear_decay_reaches_zero_learning_rate():
+def test_warm_up_then_linear_decay_reaches_zero_learning_rate():
+    assert [Recipe(steps=4, warmup=2).factor(t) for t in range(5)] == [0.5, 1.0, 1.0, 0.5, 0.0]
+    model = StagedModel(CONFIG, "ssn")
+    opt, _ = Recipe(lr=1e-3, embed_lr=0.5).optimizer(model.named_parameters())
+    assert [g["lr"] for g in opt.param_groups] == [1e-3, 0.5]
+    (embedding,) = opt.param_groups[1]["params"]
+    assert embedding is model.stages[0].embed.token.weight
     pipe = Pipeline(2, on_ray=False)
     config = ModelConfig(vocab=11, d=32, k=2, heads=2, layers=2, stages=2, context=8, seed=5)
-    pipe.build(config, "ssn", lr=1e-2, steps=3)
+    pipe.build(config, "ssn", Recipe(lr=1e-2, steps=3, warmup=1))
     for _ in range(3):
         pipe.step(*batch(4, config))
     before = pipe.state_dict()

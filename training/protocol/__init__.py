@@ -2,5 +2,6 @@
 
 See docs/training/protocol.md. `subspace` holds the fixed seeded basis and the layers that keep the residual
 stream inside it, `model` the transformer cut into stages, `wire` the byte-level codecs of a stage boundary,
-`actors` the Ray stage workers and the driver, `evaluate` validation with and without post-hoc projection.
+`actors` the Ray stage workers and the driver, `recipe` the optimizer every stage builds, `evaluate` validation
+with and without post-hoc projection.
 """

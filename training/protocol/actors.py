@@ -22,6 +22,7 @@ import ray
 import torch
 
 from training.protocol.model import ModelConfig, Stage
+from training.protocol.recipe import Recipe
 from training.protocol.wire import BoundaryCodec, pack, unpack
 
 
@@ -46,14 +47,12 @@ class StageRunner:
         torch.set_num_threads(1)
         self.index = index
 
-    def build(self, config: ModelConfig, mode: str, lr: float, weight_decay: float, steps: int = 0) -> int:
-        """A fresh stage (weights from the config's seed), optimizer and byte counters; returns its parameter
-        count. With `steps` > 0 the learning rate decays linearly to zero over that many updates."""
+    def build(self, config: ModelConfig, mode: str, recipe: Recipe) -> int:
+        """A fresh stage (weights from the config's seed), its optimizer and schedule (`recipe`) and byte
+        counters; returns its parameter count."""
         self.stage = Stage(config, mode, self.index)
         self.codec = BoundaryCodec(self.stage.subspace)
-        self.opt = torch.optim.AdamW(self.stage.parameters(), lr=lr, weight_decay=weight_decay)
-        self.schedule = torch.optim.lr_scheduler.LambdaLR(
-            self.opt, lambda t: max(0.0, 1.0 - t / steps) if steps > 0 else 1.0)
+        self.opt, self.schedule = recipe.optimizer(self.stage.named_parameters())
         self.sent: dict[int, torch.Tensor] = {}  # micro-batch -> tensor sent forward (still on the graph)
         self.leaves: dict[int, torch.Tensor] = {}  # micro-batch -> leaf rebuilt from the received message
         self.bytes = {"forward": 0, "backward": 0}
@@ -150,11 +149,11 @@ class Pipeline:
     def _all(self, method: str, *args) -> list:
         return self._get([self._call(w, method, *args) for w in self.workers])
 
-    def build(self, config: ModelConfig, mode: str, lr: float = 3e-3, weight_decay: float = 0.1,
-              steps: int = 0) -> int:
+    def build(self, config: ModelConfig, mode: str, recipe: Recipe | None = None) -> int:
+        """Fresh stages of `mode` on every worker, trained with `recipe` (default: `Recipe()`)."""
         if config.stages != len(self.workers):
             raise ValueError(f"config has {config.stages} stages, the pipeline {len(self.workers)} workers")
-        return sum(self._all("build", config, mode, lr, weight_decay, steps))
+        return sum(self._all("build", config, mode, recipe or Recipe()))
 
     def step(self, tokens: torch.Tensor, targets: torch.Tensor, update: bool = True) -> float:
         """One training step (GPipe schedule: every micro-batch forward, then every one backward, then the

@@ -32,11 +32,24 @@ class ModelConfig:
     context: int = 32
     seed: int = 0
     match_params: bool = True  # SSN: give the parameters freed by the confined projections to the MLP width
+    tail: int = 0  # blocks of the last (full-rank) stage; 0: layers / stages, like every other stage
 
     def __post_init__(self) -> None:
-        if self.layers % self.stages or self.d % self.heads or not 0 < self.k < self.d or self.vocab > 1 << 16:
-            raise ValueError("layers must split evenly into stages, heads must divide d, 0 < k < d, and token "
-                             "ids must fit the wire's uint16")
+        rest = self.layers - self.last_layers
+        if (self.stages < 2 or not 0 < self.last_layers < self.layers or rest % (self.stages - 1)
+                or self.d % self.heads or not 0 < self.k < self.d or self.vocab > 1 << 16):
+            raise ValueError("layers must split evenly into the stages before the last (at least 2 stages), heads "
+                             "must divide d, 0 < k < d, and token ids must fit the wire's uint16")
+
+    @property
+    def last_layers(self) -> int:
+        return self.tail or self.layers // self.stages
+
+    def stage_layers(self, index: int) -> range:
+        """The blocks stage `index` holds."""
+        per = (self.layers - self.last_layers) // (self.stages - 1)
+        return range(self.layers - self.last_layers, self.layers) if index == self.stages - 1 else \
+            range(index * per, (index + 1) * per)
 
 
 def rotary(x: torch.Tensor) -> torch.Tensor:
@@ -82,7 +95,7 @@ class Block(nn.Module):
 
 
 class Stage(nn.Module):
-    """Blocks [index * L/S, (index + 1) * L/S); the first stage embeds tokens, the last one predicts them."""
+    """The blocks `config.stage_layers(index)`; the first stage embeds tokens, the last one predicts them."""
 
     def __init__(self, config: ModelConfig, mode: str, index: int):
         super().__init__()
@@ -102,9 +115,8 @@ class Stage(nn.Module):
             if index == 0:
                 self.embed = (SubspaceEmbedding(c.vocab, self.subspace) if self.subspace is not None
                               else FullEmbedding(c.vocab, c.d))
-            per = c.layers // c.stages
             hidden = mlp_width(c, confined)
-            self.blocks = nn.ModuleList(Block(c.d, c.heads, hidden, out) for _ in range(per))
+            self.blocks = nn.ModuleList(Block(c.d, c.heads, hidden, out) for _ in c.stage_layers(index))
             self.norm = nn.LayerNorm(c.d) if self.last else None
             self.head = nn.Linear(c.d, c.vocab) if self.last else None
 
