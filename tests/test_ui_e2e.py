@@ -18,9 +18,10 @@ def dashboard(tmp_path_factory):
         yield url, db
 
 
-def upload(b, url: str, path) -> str:
+def upload(b, url: str, path, navigate: bool = True) -> str:
     """Upload `path` and press Analyze; returns the page's text from before the upload."""
-    b.call("Page.navigate", url=url)
+    if navigate:
+        b.call("Page.navigate", url=url)
     # Streamlit's rounded "N per file" must be hidden (512 MB read "1GB per file"); ours says the limit exactly
     b.wait_for("document.querySelector('input[type=file]') !== null && " + has_text("video or audio, up to") +
                " && !" + has_text("per file"), 60, "the upload widget with the real limit only")
@@ -52,9 +53,22 @@ def test_refused_upload_is_deleted_and_limits_are_the_real_ones(dashboard, tmp_p
 def test_upload_analysis_screenshot_shows_timeline(dashboard, demo_clip, tmp_path):
     url, _ = dashboard
     with browser(tmp_path / "profile") as b:
-        upload(b, url, demo_clip[0])
+        b.call("Page.navigate", url=url)
+        slider = "[data-testid=stSlider] input[type=range]"
+        b.wait_for(f"document.querySelector({slider!r}) !== null", 90, "the safety slider")
+        b.press(slider, "Home", 36)  # the most watchful threshold: the demo then raises an alert
+        b.wait_for(f"document.querySelector({slider!r}).value === '0.05' && " + has_text("0.05"), 30,
+                   "the safety threshold at 0.05")
+        upload(b, url, demo_clip[0], navigate=False)
         b.wait_for(has_text("Timeline") + " && document.querySelector('.vega-embed svg') !== null", 180,
                    "the timeline chart")
+        b.wait_for(has_text("evidence:"), 30, "an alert with its reason and evidence")
+        b.js("[...document.querySelectorAll('h3')].find(h => h.innerText.trim() === 'Alerts').scrollIntoView()")
+        time.sleep(1)
+        alert_shot = tmp_path / "alert.png"
+        b.screenshot(alert_shot)
+        alerts = b.js("document.body.innerText")
+        b.js("window.scrollTo(0, 0)")
         b.wait_for(has_text("Search moments"), 30)
         b.type_into("input[placeholder='someone mentions the front door']", "telephone ringing")
         b.wait_for(has_text("method: text-match") + " && document.querySelector('video') !== null", 120,
@@ -82,7 +96,10 @@ def test_upload_analysis_screenshot_shows_timeline(dashboard, demo_clip, tmp_pat
     assert "demo.mp4" in text and "Transcript" in text and "front door" in text.lower()
     assert "Play moment" in text and "method: text-match" in text and "Stream health" not in text
     assert video_start  # the player has the clip loaded
+    assert "critical" in alerts and "Triggered by" in alerts and "lead time" in alerts  # full reason, in mm:ss
     check_png(shot)
+    check_png(alert_shot)
+    keep_screenshot(alert_shot, "dashboard-alert.png")
     check_png(history)
     keep_screenshot(shot, "dashboard-file.png")
     keep_screenshot(history, "dashboard-history.png")

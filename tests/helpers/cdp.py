@@ -82,6 +82,14 @@ class Chromium:
             self.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13,
                       **({"text": "\r"} if kind == "keyDown" else {}))
 
+    def press(self, selector: str, key: str, code: int) -> None:
+        """Focus the element and press one key (`key` as in KeyboardEvent.key, `code` its virtual key code)."""
+        if not self.js(f"(() => {{ const e = document.querySelector({selector!r}); if (!e) return false; "
+                       "e.focus(); return true; })()"):
+            raise RuntimeError(f"no element matches {selector}")
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", type=kind, key=key, code=key, windowsVirtualKeyCode=code)
+
     def screenshot(self, path: Path) -> None:
         data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=False)["data"]
         path.write_bytes(base64.b64decode(data))
