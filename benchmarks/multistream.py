@@ -27,6 +27,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._media import long_clip  # noqa: E402
 from pipelines import AnalyzeOptions, Pipeline, StageConfig  # noqa: E402
+from pipelines.spine.budget import LatencyBudget  # noqa: E402
 from pipelines.spine.runtime import ensure_ray  # noqa: E402
 from training.media.loopback import RtspServer  # noqa: E402
 
@@ -94,11 +95,15 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=300.0)
     ap.add_argument("--no-visual", action="store_true", help="speech and sound tags only")
+    ap.add_argument("--latency-budget", type=float, metavar="SECONDS",
+                    help="each stream's budget controller lowers its frame rate, then drops its visual tier, to keep "
+                         "this mean latency (the stated degradation; its decisions are printed per stream)")
     args = ap.parse_args()
     if args.streams < 1 or args.seconds < 5:
         ap.error("--streams must be at least 1 and --seconds at least 5")
+    budget = LatencyBudget(latency_s=args.latency_budget) if args.latency_budget else None
     options = AnalyzeOptions(stages=StageConfig(visual=not args.no_visual), duration_s=args.seconds,
-                             rtsp_transport="udp")
+                             rtsp_transport="udp", budget=budget)
     clip = long_clip(1.0)
     servers = [RtspServer(clip) for _ in range(args.streams)]
     for server in servers:
@@ -114,7 +119,9 @@ def main() -> None:
     p95 = [float(np.percentile(lat, 95)) if lat else float("nan") for lat in latencies]
     dropped = [int(r["ingest"]["segments_dropped"]) for r in results]
     for i, (r, p, d) in enumerate(zip(results, p95, dropped, strict=True)):
-        print(f"stream {i}: {r['ingest']['segments_emitted']} segments, p95 {p:.3f} s, dropped {d}")
+        decisions = (r.get("timings", {}).get("budget") or r.get("budget") or {}).get("decisions")
+        print(f"stream {i}: {r['ingest']['segments_emitted']} segments, p95 {p:.3f} s, dropped {d}"
+              + (f", degradation {decisions}" if decisions else ""))
     p95_one = float(np.percentile(alone_latencies[0], 95)) if alone_latencies[0] else float("nan")
     print(f"one stream alone: {alone[0]['ingest']['segments_emitted']} segments, p95 {p95_one:.3f} s, "
           f"dropped {alone[0]['ingest']['segments_dropped']}")
