@@ -57,6 +57,11 @@ LLP_RELATED: dict[str, tuple[str, ...]] = {
     "Baby_cry_infant_cry": ("Crying, sobbing", "Whimper", "Baby laughter"),
 }
 
+
+def heard_as(llp: str) -> frozenset[str]:
+    """The AudioSet names that count as hearing LLP class `llp`: its own and its related ones."""
+    return frozenset({LLP_AUDIOSET[llp], *LLP_RELATED.get(llp, ())})
+
 # COCO objects that show an LLP class on screen, spelt as the detector's class list spells them (the Darknet
 # `coco.names` of YOLOv3-tiny says "motorbike").
 LLP_COCO: dict[str, str] = {"Dog": "dog", "Cat": "cat", "Car": "car", "Motorcycle": "motorbike", "Speech": "person"}

@@ -22,7 +22,7 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
-from models.taxonomy import LLP_AUDIOSET, LLP_COCO, LLP_RELATED
+from models.taxonomy import LLP_AUDIOSET, LLP_COCO, heard_as
 from pipelines.stages.record import Second
 
 MODALITIES = ("audio", "visual")
@@ -51,10 +51,7 @@ def prefm_pairs(covers: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
 def suppressed_tags(covers: dict[str, frozenset[str]]) -> frozenset[str]:
     """The audio tag labels PreFM speaks for: covered classes' AudioSet names and their related names (the
     VAD's Speech spans are dropped too when PreFM covers Speech)."""
-    names: set[str] = set()
-    for llp in covers["audio"]:
-        names |= {LLP_AUDIOSET[llp], *LLP_RELATED.get(llp, ())}
-    return frozenset(names)
+    return frozenset().union(*(heard_as(llp) for llp in covers["audio"]))
 
 
 class UnionEvents:
@@ -65,7 +62,7 @@ class UnionEvents:
         covers = covered_classes(str(checkpoint))
         self.kept, self.suppressed = prefm_pairs(covers), suppressed_tags(covers)
         self.evidence, self.memory_s = evidence, memory_s
-        self.names = {llp: frozenset({LLP_AUDIOSET[llp], *LLP_RELATED.get(llp, ())}) for llp in covers["audio"]}
+        self.names = {llp: heard_as(llp) for llp in covers["audio"]}
         self.heard: dict[int, dict[str, float]] = {}  # second -> the tags it handed on (the last `memory_s`)
 
     def step(self, record: Second, speech: dict, audio: dict, visual: dict | None) -> tuple[list, list, dict]:

@@ -26,7 +26,7 @@ import numpy as np
 from models.audio.tags import top_tags
 from models.prefm.labels import LLP_CLASSES
 from models.prefm.metrics import event_counts
-from models.taxonomy import LLP_AUDIOSET, LLP_COCO, LLP_RELATED, audioset_names
+from models.taxonomy import LLP_COCO, audioset_names, heard_as
 from pipelines.stages.audio import TAGS_HANDED_ON
 from training.corpus.layout import load_truths
 
@@ -38,7 +38,7 @@ def tag_classes() -> dict[str, list[int]]:
     """AudioSet name -> the LLP classes (indices) it is evidence for."""
     table: dict[str, list[int]] = {}
     for i, llp in enumerate(LLP_CLASSES):
-        for name in {LLP_AUDIOSET[llp], *LLP_RELATED.get(llp, ())} - GENERIC:
+        for name in heard_as(llp) - GENERIC:
             table.setdefault(name, []).append(i)
     return table
 
