@@ -23,7 +23,8 @@ MAX_QUEUE = 10
 def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("api")
     srv = ApiServer(folder / "f.db", free_port(), "--max-upload-mb", "3", "--max-duration", "120",
-                    "--max-queue", str(MAX_QUEUE), "--source-network", "127.0.0.0/8", api_key=KEY)
+                    "--max-queue", str(MAX_QUEUE), "--source-network", "127.0.0.0/8", "--latency-budget", "10",
+                    api_key=KEY)
     try:
         srv.wait_ready()
         yield srv
@@ -205,6 +206,12 @@ def test_stream_feed_delivers_live_events_from_rtsp(server, rtsp_server):
                     if ln.startswith("foresight_stream_segments_total") and f'stream="{stream["id"]}"' in ln]
         assert segments and float(segments[0].split()[-1]) > 0, metrics
         assert "foresight_stream_latency_seconds" in metrics
+        # under the server's latency budget every stream reports its degradation level, never silently
+        state = info["health"]["degradation"]
+        assert state["level"] in ("full", "frame_rate", "speech+tags") and sum(state["seconds"].values()) > 0, state
+        level = [ln for ln in metrics.splitlines()
+                 if ln.startswith("foresight_stream_degradation_level") and f'stream="{stream["id"]}"' in ln]
+        assert level and float(level[0].split()[-1]) in (0.0, 1.0, 2.0), metrics
         watched = c.put(f"/v1/streams/{stream['id']}/watches", json={"watches": ["a telephone is ringing"]})
         assert watched.status_code == 200 and watched.json()["watches"] == ["a telephone is ringing"], watched.text
         assert watched.json()["recorded"] is True

@@ -7,9 +7,10 @@ from concurrent.futures import Future
 import numpy as np
 import pytest
 
-from models.cmdp.pipeline_model import Action
+from models.cmdp.pipeline_model import ACTIONS, Action
+from pipelines.media.ingest import IngestStats
 from pipelines.media.segment import Segment
-from pipelines.spine.budget import BudgetHook, LatencyBudget, busy_second, thin_frames
+from pipelines.spine.budget import LEVELS, BudgetHook, LatencyBudget, busy_second, level_of, thin_frames
 from pipelines.stages.record import Second
 
 
@@ -55,7 +56,8 @@ class Scripted:
 
 def test_hook_applies_decisions_and_feeds_back_latency_from_completion_callbacks():
     ctl = Scripted()
-    hook = BudgetHook(LatencyBudget(), sample_fps=4.0, controller=ctl)
+    stats = IngestStats()
+    hook = BudgetHook(LatencyBudget(), sample_fps=4.0, controller=ctl, stats=stats)
     futures = []
     for i in range(3):
         seg = hook.apply(segment(i))
@@ -69,6 +71,16 @@ def test_hook_applies_decisions_and_feeds_back_latency_from_completion_callbacks
     summary = hook.summary()
     assert ctl.observed == [(0, False), (1, True)]
     assert summary["decisions"] == {"full@1": 2, "speech+tags@0": 1} and summary["observed"] == 2
+    # the stream's health says it degraded, in the stated order's words: 1 fps of 4 is a lowered frame rate
+    state = stats.to_dict()["degradation"]
+    assert state["level"] == "frame_rate" and state["fps"] == 1.0
+    assert state["seconds"] == {"full": 0, "frame_rate": 2, "speech+tags": 1} == summary["seconds_by_level"]
+
+
+def test_levels_follow_the_stated_order():
+    assert [level_of(a.tier, a.fps, 2.0) for a in ACTIONS] == ["full", "frame_rate", "frame_rate", "speech+tags"]
+    assert LEVELS == ("full", "frame_rate", "speech+tags")
+    assert IngestStats().to_dict().get("degradation") is None  # no budget, nothing to report
 
 
 def test_default_hook_builds_the_cmdp_controller():
@@ -123,3 +135,5 @@ def test_ingest_actor_applies_the_budget_on_the_ray_spine(tmp_path, ray_runtime)
     rows = [r for r in ray.get(sink.seen.remote()) if r.index is not None]
     assert len(rows) == 5 and sum(out["budget"]["decisions"].values()) == 5
     assert all(r.n_frames <= 2 for r in rows) and out["budget"]["observed"] >= 1
+    assert sum(out["stats"]["degradation"]["seconds"].values()) == 5  # reported with the stream's statistics
+    assert ray.get(ingest.progress.remote())["stats"]["degradation"] == out["stats"]["degradation"]

@@ -29,12 +29,24 @@ def failure(reason: str | None, what: str = "failed") -> None:
         st.info(f"Try this: {hint}")
 
 
+def degradation_line(state: dict) -> str:
+    """One line on a stream's degradation under its latency budget: now, and seconds at each level so far."""
+    now = {"full": "full rate", "frame_rate": f"frame rate lowered to {state.get('fps', 0):g} fps",
+           "speech+tags": "visual stage off (speech and sound tags only)"}.get(state.get("level"), state.get("level"))
+    seconds = state.get("seconds") or {}
+    spent = ", ".join(f"{k} {v} s" for k, v in seconds.items() if v)
+    return f"latency budget: {now} now ({spent}; order: {state.get('order', '')})"
+
+
 def health_panel(health: dict) -> None:
     """Stream health as a coloured state, one line of counters and the last error with a hint."""
     st.subheader("Stream health")
     state_badge(health.get("health", "unknown"))
     st.caption(f"segments {health.get('segments_emitted', 0)} · frames dropped {health.get('frames_dropped', 0)} · "
                f"reconnects {health.get('reconnects', 0)} · lost {health.get('lost_seconds', 0):g} s")
+    degradation = health.get("degradation")
+    if degradation:  # under a latency budget: say what was given up to keep up, never degrade silently
+        st.caption(degradation_line(degradation))
     if health.get("failure"):
         failure(health["failure"])
     elif health.get("last_error") and health.get("health") in ("connecting", "reconnecting"):

@@ -14,6 +14,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from app.services.jobs import JobManager
 from app.services.streams import StreamManager
+from pipelines.spine.budget import LEVELS
 
 
 class ForesightCollector:
@@ -46,6 +47,11 @@ class ForesightCollector:
         reconnects = CounterMetricFamily("foresight_stream_reconnects", "Reconnections after an outage", labels=labels)
         decoded = CounterMetricFamily("foresight_stream_frames_decoded", "Frames decoded", labels=labels)
         segments = CounterMetricFamily("foresight_stream_segments", "1-s segments analysed", labels=labels)
+        degraded = GaugeMetricFamily("foresight_stream_degradation_level",
+                                     "Under a latency budget: 0 full rate, 1 lowered frame rate, 2 visual stage off",
+                                     labels=labels)
+        degraded_s = CounterMetricFamily("foresight_stream_degraded_seconds", "Seconds analysed at each degradation "
+                                         "level (full, frame_rate, speech+tags)", labels=[*labels, "level"])
         latency = GaugeMetricFamily("foresight_stream_latency_seconds",
                                     "Segment end-to-end latency (ingest to sink) over the last 300 s",
                                     labels=[*labels, "quantile"])
@@ -66,13 +72,18 @@ class ForesightCollector:
             reconnects.add_metric(key, int(stats.get("reconnects", 0)))
             decoded.add_metric(key, frames)
             segments.add_metric(key, int(stats.get("segments_emitted", 0)))
+            if stats.get("degradation"):  # only streams that run under a latency budget degrade
+                state = stats["degradation"]
+                degraded.add_metric(key, LEVELS.index(state["level"]))
+                for level in LEVELS:
+                    degraded_s.add_metric([*key, level], int(state["seconds"].get(level, 0)))
             if h["latencies"]:
                 lat = np.asarray(h["latencies"], dtype=float)
                 for q in (0.5, 0.95):
                     latency.add_metric([*key, str(q)], float(np.quantile(lat, q)))
         for sid in set(self._last) - live:
             del self._last[sid]
-        yield from (fps, up, dropped, seg_dropped, reconnects, decoded, segments, latency)
+        yield from (fps, up, dropped, seg_dropped, reconnects, decoded, segments, degraded, degraded_s, latency)
 
 
 class Metrics:

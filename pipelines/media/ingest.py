@@ -68,6 +68,7 @@ class IngestStats:
     failure: str | None = None
     warnings: list[str] = field(default_factory=list)
     recording: dict | None = None  # a recorded live source: its folder, segments written, write errors
+    degradation: dict | None = None  # under a latency budget: the current level and seconds per level (budget.py)
 
     @property
     def lost_seconds(self) -> float:
@@ -84,6 +85,7 @@ class IngestStats:
             "last_error": redact_text(self.last_error), "failure": redact_text(self.failure),
             "warnings": [redact_text(w) for w in self.warnings],
             **({"recording": dict(self.recording)} if self.recording is not None else {}),
+            **({"degradation": dict(self.degradation)} if self.degradation is not None else {}),
         }
 
 

@@ -165,6 +165,8 @@ class IngestActor:
         self.reader = SegmentReader(spec, source_id, sample_fps=sample_fps, max_side=max_side,
                                     duration_s=duration_s, policy=policy, watchdog_s=watchdog_s,
                                     open_timeout_s=open_timeout_s, record=record)
+        if self.budget is not None:  # its level goes into the stream's health, never silently
+            self.budget.stats = self.reader.stats
         self.configs: dict = {}  # node name -> the config its calls carry (set by `run`, changed by `set_config`)
         self.position = 0.0
         self.call_s = 0.0

@@ -6,6 +6,11 @@ The tier "speech+tags" hands the visual stage a segment without frames (it repor
 and a rate below the decoder's `sample_fps` keeps only the frames on that coarser time grid. The outcome of each
 second (latency from the segment's end to its final result, and whether speech or people were seen) is fed back
 to the controller from a completion callback, so measuring adds no waiting to the ingest loop.
+
+Degradation is never silent: the hook writes the stream's current level and the seconds spent at each level into
+the ingest statistics (`IngestStats.degradation`), which the stream's health, the API, `/metrics` and the
+dashboard read. The order is stated in `LEVELS`: the perception frame rate goes down first, then the visual
+stage is dropped (speech and sound tags go on).
 """
 
 from __future__ import annotations
@@ -17,6 +22,16 @@ from dataclasses import dataclass, replace
 
 from pipelines.media.segment import Segment
 from pipelines.stages.record import Second
+
+LEVELS = ("full", "frame_rate", "speech+tags")  # the stated order of degradation, mildest first
+ORDER = "frame rate first, then the visual stage"
+
+
+def level_of(tier: str, fps: float, max_fps: float) -> str:
+    """The degradation level of a controller action: full rate, a lowered frame rate, or no visual stage."""
+    if tier != "full" or fps <= 0:
+        return "speech+tags"
+    return "full" if fps >= max_fps - 1e-9 else "frame_rate"
 
 
 @dataclass(frozen=True)
@@ -51,7 +66,7 @@ def busy_second(record: Second) -> bool:
 class BudgetHook:
     """The ingest-side adapter: `apply` before a segment is dispatched, `track` with its final result's future."""
 
-    def __init__(self, budget: LatencyBudget, sample_fps: float, controller=None):
+    def __init__(self, budget: LatencyBudget, sample_fps: float, controller=None, stats=None):
         if controller is None:
             from models.cmdp.controller import BudgetConfig, BudgetController
 
@@ -63,12 +78,21 @@ class BudgetHook:
         self.last_bucket = -1
         self.decisions: dict[str, int] = {}
         self.observed = 0
+        self.max_fps = sample_fps
+        self.seconds = {level: 0 for level in LEVELS}  # seconds dispatched at each level
+        self.current: dict | None = None
+        self.stats = stats  # the stream's IngestStats: its `degradation` is what health and metrics report
 
     def apply(self, seg: Segment) -> Segment:
         self._drain()
         action = self.controller.decide(seg.index)
         key = f"{action.tier}@{action.fps:g}"
         self.decisions[key] = self.decisions.get(key, 0) + 1
+        level = level_of(action.tier, action.fps, self.max_fps)
+        self.seconds[level] += 1
+        self.current = {"level": level, "tier": action.tier, "fps": action.fps}
+        if self.stats is not None:
+            self.stats.degradation = self.state()
         thinned, self.last_bucket = thin_frames(seg, action.tier, action.fps, self.last_bucket)
         return thinned
 
@@ -93,7 +117,12 @@ class BudgetHook:
             self.controller.observe(index, latency, busy)
         self.observed += len(done)
 
+    def state(self) -> dict:
+        """What the stream's health reports: the current level and the seconds spent at each level so far."""
+        return {**(self.current or {"level": "full", "tier": "full", "fps": self.max_fps}),
+                "seconds": dict(self.seconds), "order": ORDER}
+
     def summary(self) -> dict:
         self._drain()
         return {"decisions": dict(self.decisions), "observed": self.observed,
-                "lambda": round(self.controller.learner.lam, 3)}
+                "lambda": round(self.controller.learner.lam, 3), "seconds_by_level": dict(self.seconds)}
