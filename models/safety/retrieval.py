@@ -78,8 +78,8 @@ class RuleRetriever:
         self.tfidf = TfidfVectorizer(sublinear_tf=True, stop_words="english").fit(texts)
         self.rule_tfidf = self.tfidf.transform(texts)
         if embedder is not None:
-            self.rule_emb_text = embedder.encode(texts)
-            self.rule_emb_act = embedder.encode([behaviour_form(r) for r in rules])
+            self.rule_emb_text = embedder.encode_stored(texts)  # the same every start-up: read from disk
+            self.rule_emb_act = embedder.encode_stored([behaviour_form(r) for r in rules])
         n = len(rules)
         self.bg_tfidf = np.zeros(n, dtype=np.float32)
         self.bg_text = np.zeros(n, dtype=np.float32)

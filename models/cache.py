@@ -1,0 +1,48 @@
+"""Arrays worth keeping between processes, on disk by content: what every start-up would otherwise recompute.
+
+The safety retriever embeds its whole knowledge base (about 300 rules, twice) with MiniLM each time a process
+starts: 4-5 s of one core for every CLI run, stage host and test process, for vectors that never change. The
+file name is a hash of everything the array depends on, so a changed rule set or model is simply a new file.
+A cache that cannot be read or written (read-only home, a half-written file) is recomputed, never an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+
+def cache_dir() -> Path:
+    """Where assembled model files and stored arrays go: $FORESIGHT_CACHE, else ~/.cache/foresight."""
+    return Path(os.environ.get("FORESIGHT_CACHE", Path.home() / ".cache" / "foresight"))
+
+
+def content_key(*parts: str) -> str:
+    """A file-name-safe hash of the strings an array depends on."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+    return digest.hexdigest()[:32]
+
+
+def stored_array(kind: str, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """`compute()`, kept under `<cache>/arrays/<kind>-<key>.npy` and read back by later processes."""
+    path = cache_dir() / "arrays" / f"{kind}-{key}.npy"
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError):  # absent, unreadable or half-written: compute it
+        pass
+    array = compute()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as fh:
+            np.save(fh, array, allow_pickle=False)
+        os.replace(fh.name, path)  # atomic: a concurrent reader sees the old state or the whole file
+    except OSError:
+        pass  # a read-only cache: the next process computes it again
+    return array
