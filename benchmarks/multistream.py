@@ -77,6 +77,18 @@ class Sampler:
         return self.samples
 
 
+def cross_stream_batches() -> list[int]:
+    """The sizes of the detector batches the shared visual host ran across streams (empty without one)."""
+    import ray
+
+    from pipelines.spine.actors import HOST_PREFIX
+
+    try:
+        return ray.get(ray.get_actor(HOST_PREFIX + "visual").batches.remote(), timeout=30)
+    except (ValueError, ray.exceptions.RayError):
+        return []
+
+
 def run(urls: list[str], options: AnalyzeOptions) -> tuple[list[dict], list[list[float]], list[float]]:
     """Run one pipeline per URL together; their results, latencies, and the memory samples meanwhile."""
     sampler = Sampler()
@@ -125,6 +137,10 @@ def main() -> None:
     p95_one = float(np.percentile(alone_latencies[0], 95)) if alone_latencies[0] else float("nan")
     print(f"one stream alone: {alone[0]['ingest']['segments_emitted']} segments, p95 {p95_one:.3f} s, "
           f"dropped {alone[0]['ingest']['segments_dropped']}")
+    batches = cross_stream_batches()
+    if batches:
+        print(f"visual host: {len(batches)} cross-stream detector batches, {sum(batches)} key frames in them "
+              f"(sizes {min(batches)}-{max(batches)})")
     load = os.getloadavg()[0]
     print(f"{args.streams} streams x {args.seconds:g} s{' (no visual)' if args.no_visual else ''}: "
           f"peak RSS {max(samples):.2f} GB vs {max(one):.2f} GB with one stream; load average {load:.1f}")

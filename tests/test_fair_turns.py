@@ -88,3 +88,35 @@ def test_a_stream_that_was_away_starts_from_the_current_virtual_time():
         turns.run("b", seq, lambda: time.sleep(0.05))
     turns.run("c", 0, lambda: None)
     assert turns._busy["c"] >= 0.1  # not ~0: no credit for the time before it came, or it would starve b
+
+
+def test_ready_calls_of_other_streams_share_one_batch_and_still_run_in_their_turns():
+    seen: list[list[str]] = []
+    turns = FairTurns(gap_s=0.5, prefetch=lambda inputs: seen.append(list(inputs)))
+    turns.run("c", 0, lambda: None)
+    host = Host(turns)
+    for stream, seq in (("a", 0), ("b", 0), ("c", 2)):  # c's next is 1: c2 is not ready and joins no batch
+        thread = threading.Thread(target=turns.run, args=(stream, seq, lambda s=stream, q=seq: host.ran.append(f"{s}{q}")),
+                                  kwargs={"batch_input": lambda s=stream: f"frame-{s}"})
+        thread.start()
+        host.threads.append(thread)
+        host._until(lambda s=stream: s in turns._waiting)
+    ran = host.release()
+    assert sorted(ran[:2]) == ["a0", "b0"] and ran[2:] == ["c2"]  # c2 only once its lost c1 is given up
+    assert seen == [["frame-a", "frame-b"]] or seen == [["frame-b", "frame-a"]]  # once, the running call's first
+    assert turns.batches == [2]
+
+
+def test_a_failing_batch_costs_nothing_but_the_batch():
+    def broken(inputs):
+        raise RuntimeError("batched model failed")
+
+    turns = FairTurns(prefetch=broken)
+    host = Host(turns)
+    for stream in ("a", "b"):
+        thread = threading.Thread(target=turns.run, args=(stream, 0, lambda s=stream: host.ran.append(s)),
+                                  kwargs={"batch_input": lambda: "x"})
+        thread.start()
+        host.threads.append(thread)
+        host._until(lambda s=stream: s in turns._waiting)
+    assert sorted(host.release()) == ["a", "b"] and turns.batches == []

@@ -45,6 +45,25 @@ def test_people_found_and_cat_is_not_a_person(visual, pictures):
     json.dumps(VisualAnalyzer.readable(cat))  # builtins only
 
 
+def test_detector_batch_across_streams_gives_each_frame_its_own_detections(visual, pictures):
+    """A stage host batches several streams' key frames (one forward pass); each stream's call then finds exactly
+    what it would have found alone, and frames of different sizes are each boxed in their own pixels."""
+    import cv2
+
+    from pipelines.stages.visual import VisualStage
+
+    det = visual.detector
+    frames = [pictures["camera"], pictures["chelsea"], cv2.resize(pictures["camera"], (320, 240))]
+    alone = [det.detect(f) for f in frames]
+    assert any(d["label"] == "person" for d in alone[0]) and any(d["label"] == "person" for d in alone[2])
+    assert det.detect_many(frames) == alone
+    served = det.served_from_batch
+    VisualStage.prefetch([(det, f) for f in frames])  # what a stage host does for a cohort of ready calls
+    assert [det.detect(f) for f in frames] == alone and det.served_from_batch == served + 3
+    assert det.detect(frames[0]) == alone[0] and det.served_from_batch == served + 3  # used once, then run again
+    assert all(0 <= d["box"][2] <= 320 and 0 <= d["box"][3] <= 240 for d in alone[2])
+
+
 def test_scene_cut_motion_and_camera_trouble(visual, pictures):
     import cv2
 

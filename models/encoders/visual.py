@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.encoders.base import public_fields
-from models.encoders.weights import mediapipe_task, yolo_files
-from models.errors import BadInput
+from models.encoders.detector import ObjectDetector
+from models.encoders.weights import mediapipe_task
 
 # MediaPipe pose landmark indices used for posture and body centre.
 L_SHOULDER, R_SHOULDER, L_HIP, R_HIP, L_KNEE, R_KNEE = 11, 12, 23, 24, 25, 26
@@ -54,50 +54,6 @@ class VisualConfig:
     cut_distance: float = 0.2  # Bhattacharyya distance of colour histograms that counts as a cut
     frozen_after_s: float = 2.0  # identical frames for this long: frozen
     prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp), applied to every frame first
-
-
-class ObjectDetector:
-    """YOLOv3-tiny on one RGB frame; boxes in pixels of that frame."""
-
-    def __init__(self, size: int = 416, conf: float = 0.25, nms: float = 0.45):
-        import cv2
-
-        cv2.setNumThreads(1)
-        cfg, weights, names = yolo_files()
-        if not hasattr(cv2.dnn, "readNetFromDarknet"):
-            raise BadInput("OpenCV >= 5 dropped the Darknet reader: pip install opencv-python-headless==4.14.0.94")
-        self.net = cv2.dnn.readNetFromDarknet(str(cfg), str(weights))
-        self.outputs = self.net.getUnconnectedOutLayersNames()
-        self.labels = [n.strip() for n in names.read_text().splitlines() if n.strip()]
-        self.size, self.conf, self.nms = size, conf, nms
-
-    def detect(self, rgb: np.ndarray) -> list[dict]:
-        import cv2
-
-        h, w = rgb.shape[:2]
-        # blobFromImage takes BGR when swapRB is set; our frames are RGB already, so no swap.
-        self.net.setInput(cv2.dnn.blobFromImage(rgb, 1 / 255.0, (self.size, self.size), swapRB=False, crop=False))
-        rows = np.concatenate([o.reshape(-1, o.shape[-1]) for o in self.net.forward(self.outputs)])
-        cls = rows[:, 5:].argmax(1)
-        score = rows[:, 5:][np.arange(len(rows)), cls]  # OpenCV's region layer already folds in objectness
-        keep = score >= self.conf
-        rows, cls, score = rows[keep], cls[keep], score[keep]
-        if rows.size == 0:
-            return []
-        boxes = np.stack([(rows[:, 0] - rows[:, 2] / 2) * w, (rows[:, 1] - rows[:, 3] / 2) * h,
-                          rows[:, 2] * w, rows[:, 3] * h], axis=1)
-        out = []
-        for c in np.unique(cls):  # per-class NMS, as Darknet does
-            idx = np.flatnonzero(cls == c)
-            kept = cv2.dnn.NMSBoxes(boxes[idx].tolist(), score[idx].tolist(), self.conf, self.nms)
-            for k in np.asarray(kept).reshape(-1):
-                x, y, bw, bh = boxes[idx[k]]
-                x0, y0 = max(0.0, float(x)), max(0.0, float(y))
-                x1, y1 = min(float(w), float(x + bw)), min(float(h), float(y + bh))
-                out.append({"label": self.labels[int(c)], "score": round(float(score[idx[k]]), 3),
-                            "box": [round(x0, 1), round(y0, 1), round(x1, 1), round(y1, 1)]})
-        out.sort(key=lambda d: -d["score"])
-        return out
 
 
 def _close_at_exit(obj) -> None:

@@ -49,7 +49,7 @@ class StageHost:
         self.stages: dict[str, object] = {}
         self.clocks: dict[str, graph.StageClock] = {}
         self.closed: deque[str] = deque(maxlen=4096)  # recently closed streams: late calls must not revive them
-        self.turns = FairTurns()
+        self.turns = FairTurns(prefetch=self._prefetch)
 
     def ready(self) -> bool:
         return True
@@ -76,7 +76,22 @@ class StageHost:
 
     def process(self, stream: str, seq: int, config, *args):
         """Second number `seq` of `stream` through its stage."""
-        return self.turns.run(stream, seq, lambda: self._call(stream, config, "process", args))
+        return self.turns.run(stream, seq, lambda: self._call(stream, config, "process", args),
+                              batch_input=lambda: self._batch_input(stream, args))
+
+    def _batch_input(self, stream: str, args: tuple):
+        """What this stream's next call would hand a model that batches across streams (None: nothing)."""
+        fn = getattr(self.stages.get(stream), "batch_input", None)  # a stage not built yet joins no batch
+        return None if fn is None else fn(*args)
+
+    def _prefetch(self, inputs: list) -> None:
+        stage = next(iter(self.stages.values()), None)
+        if stage is not None and hasattr(stage, "prefetch"):
+            stage.prefetch(inputs)
+
+    def batches(self) -> list[int]:
+        """The size of each cross-stream batch this host ran (a restart starts the list afresh)."""
+        return list(self.turns.batches)
 
     def finish(self, stream: str, seq: int, config, *args):
         """The end of `stream` (`seq`: one past its last second)."""

@@ -11,6 +11,11 @@ comes last). Ray hands a threaded actor's calls over as their arguments become r
 order by a hair, so a call waits for its stream's earlier ones; one that never comes (its upstream call
 failed) is given up after `gap_s`. Time is counted as in start-time fair queuing: a stream that was idle
 starts again from the current virtual time, not from the credit it saved while idle.
+
+Batches across streams: when a call's turn comes and other streams' calls are ready too, `prefetch` (if the
+host has one) gets the batch inputs of all of them (this call's first), so a model that takes batches runs
+once for the cohort (the detector on each stream's key frame); each call still runs in its own turn and finds
+its result computed. Only calls that are next in their stream's order join, so no stream's order changes.
 """
 
 from __future__ import annotations
@@ -25,30 +30,37 @@ T = TypeVar("T")
 
 
 class FairTurns:
-    def __init__(self, gap_s: float = 30.0):
+    def __init__(self, gap_s: float = 30.0, prefetch: Callable[[list], None] | None = None, max_batch: int = 8):
         self.gap_s = gap_s
+        self.prefetch = prefetch  # called with the ready calls' batch inputs, the running call's first
+        self.max_batch = max_batch
+        self.batches: list[int] = []  # the size of each cohort prefetched (for tests and the benchmark)
         self._cond = threading.Condition()
         self._busy: dict[str, float] = {}  # host seconds each stream has had, on the virtual clock
         self._next: dict[str, int] = {}  # the seq each stream runs next
-        self._waiting: dict[str, dict[int, tuple[int | None, float]]] = {}  # stream -> token -> (seq, arrival)
+        self._waiting: dict[str, dict[int, tuple]] = {}  # stream -> token -> (seq, arrival, batch input)
         self._tokens = itertools.count()
         self._clock = 0.0  # the virtual time of the last call started
         self._running = False
 
-    def run(self, stream: str, seq: int | None, fn: Callable[[], T]) -> T:
+    def run(self, stream: str, seq: int | None, fn: Callable[[], T], batch_input: Callable[[], object] | None = None
+            ) -> T:
         """`fn()` in `stream`'s turn. `seq` None: a call outside the stream's order (start-up, close), which
-        goes ahead of the ordered ones."""
+        goes ahead of the ordered ones. `batch_input()`: what this call would hand a batched model (None: nothing)."""
         with self._cond:
             token = next(self._tokens)
             waiting = self._waiting.setdefault(stream, {})
             if not waiting:
                 self._busy[stream] = max(self._busy.get(stream, 0.0), self._clock)
-            waiting[token] = (seq, time.monotonic())
+            waiting[token] = (seq, time.monotonic(), batch_input)
             while self._running or self._pick() != token:
                 self._cond.wait(timeout=min(1.0, self.gap_s))
             self._running = True
             del waiting[token]
             self._clock = self._busy[stream]
+            cohort = self._cohort(stream) if self.prefetch is not None and batch_input is not None else []
+        if cohort:
+            self._prefetch([(stream, batch_input), *cohort])
         t0 = time.perf_counter()
         try:
             return fn()
@@ -62,6 +74,35 @@ class FairTurns:
                     self._waiting.pop(stream, None)
                 self._cond.notify_all()
 
+    def _cohort(self, running: str) -> list[tuple[str, Callable[[], object]]]:
+        """Other streams' calls that are next in their order and could share a batch with the running one."""
+        ready = []
+        for stream, waiting in self._waiting.items():
+            if stream == running or not waiting:
+                continue
+            seq, arrived, batch_input = min(waiting.values(), key=lambda v: (v[0] is not None, v[0] or 0))
+            expected = self._next.get(stream)
+            if seq is None or batch_input is None or (expected is not None and seq > expected):
+                continue
+            ready.append((self._busy.get(stream, 0.0), arrived, stream, batch_input))
+        ready.sort(key=lambda r: r[:2])
+        return [(stream, batch_input) for _, _, stream, batch_input in ready[: self.max_batch - 1]]
+
+    def _prefetch(self, cohort: list[tuple[str, Callable[[], object]]]) -> None:
+        """One batched model call for the cohort; its time is shared out to the streams that take part."""
+        t0 = time.perf_counter()
+        try:
+            inputs = [x for x in (batch_input() for _, batch_input in cohort) if x is not None]
+            if len(inputs) > 1:
+                self.prefetch(inputs)
+                self.batches.append(len(inputs))
+        except Exception:  # noqa: BLE001  (each call then computes its own, and reports its own error)
+            pass
+        share = (time.perf_counter() - t0) / len(cohort)
+        with self._cond:
+            for stream, _ in cohort:
+                self._busy[stream] = self._busy.get(stream, 0.0) + share
+
     def _pick(self) -> int | None:
         """The token whose turn it is, or None while every waiting call waits for an earlier one."""
         now = time.monotonic()
@@ -69,7 +110,7 @@ class FairTurns:
         for stream, waiting in self._waiting.items():
             if not waiting:
                 continue
-            token, (seq, arrived) = min(waiting.items(), key=lambda kv: (kv[1][0] is not None, kv[1][0] or 0))
+            token, (seq, arrived, _) = min(waiting.items(), key=lambda kv: (kv[1][0] is not None, kv[1][0] or 0))
             if seq is None:
                 return token
             expected = self._next.get(stream)

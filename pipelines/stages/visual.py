@@ -32,6 +32,24 @@ class VisualStage:
         """Seconds spent so far in the detector, pose, faces and frame statistics."""
         return dict(self.analyzer.timings) if self.analyzer is not None else {}
 
+    def batch_input(self, seg: Segment):
+        """(detector, key frame) for a batch across streams, or None (no frames, or frames this stream's visual
+        prompt changes first)."""
+        a = self.analyzer
+        if a is None or not seg.frames or a.prompt is not None:
+            return None
+        return a.detector, seg.frames[len(seg.frames) // 2]
+
+    @staticmethod
+    def prefetch(inputs: list) -> None:
+        """Detect in the streams' key frames in one pass per detector; each stream's call then finds its own."""
+        by_detector: dict[int, tuple] = {}
+        for detector, frame in inputs:
+            by_detector.setdefault(id(detector), (detector, []))[1].append(frame)
+        for detector, frames in by_detector.values():
+            if len(frames) > 1:
+                detector.remember(frames)
+
     def process(self, seg: Segment) -> dict:
         if self.analyzer is None or not seg.frames:
             return {"index": seg.index, "visual": None, "vector": None, "available": False}
