@@ -132,11 +132,28 @@ def test_escalation_robust_policy_is_never_worse_than_a_single_sensor_policy_in_
             assert robust_worst > worst + (0.1 if envset == "folds" else 0.01)
 
 
+def test_escalation_pace_set_is_not_ordered_and_the_robust_policy_beats_both_single_policies():
+    """Scenes where trouble comes quickly (short logs: frequent risk, fewer false highs) or slowly (long logs:
+    rare risk, more false highs) err in opposite directions: the adversary mixes and the robust policy's worst
+    case beats both single-pace policies' (docs/training/pomdp.md)."""
+    me = me_escalation(load(), "pace")
+    sol = solve(me, 25, "point", n_beliefs=150, rounds=3)
+    robust_worst = (sol.mixture @ sol.values).min()
+    assert 0.5 < sol.prior[0] < 1 - 1e-6  # mostly the short scenes, but not all weight on one environment
+    for i in range(me.n):
+        plans = single_environment(me, i, 25, n_beliefs=150)
+        root = plans.best_root(me.initial[i])
+        worst = min(evaluate(plans, e)[0][root] @ b for e, b in zip(me.envs, me.initial, strict=True))
+        assert robust_worst > worst + 0.1
+
+
 def test_escalation_environment_sets_are_measured():
     measured = load()
     assert me_escalation(measured, "captioners").names == ("perturbed", "degraded", "spurious", "spurious_acts")
     home, away = (environments(measured, "settings")[w][1] for w in ("home", "away"))
     assert 0.1 < home < away < 0.4  # risk starts more often per segment away from home (as written)
+    short, long = (environments(measured, "pace")[w][1] for w in ("short", "long"))
+    assert short == pytest.approx(104 / 360) and long == pytest.approx(123 / 708)  # 1 / mean segments before risk
     with pytest.raises(ValueError):
         me_escalation(measured, "rooms")
 

@@ -23,7 +23,8 @@ Every other score comes from the fold model that never saw the log, so those his
 of the gate's behaviour between folds is the uncertainty of a sensor model estimated from ~45 logs.
 `settings` splits them by where the scored segment was (the newest one of a risk-free prefix, the risky
 one of a risky log): `home` (a room of a home, by keyword) or `away` (streets, schools, trails, ...), the
-two places a camera may be; their counts also give each setting's hazard.
+two places a camera may be; their counts also give each setting's hazard. `pace` splits them by the log:
+`short` if fewer than `PACE_SPLIT` segments come before its risky one (trouble comes quickly), else `long`.
 Needs the PaSBench dev logs and MiniLM; about 2-4 minutes on one core. The committed JSON is what the
 experiment and the shipped escalation policy read, so they run without either.
 """
@@ -60,6 +61,13 @@ HOME_WORDS = ("kitchen", "bedroom", "living room", "bathroom", "restroom", "toil
               "dining", "entryway", "apartment", "craft room", "storage", "garage", "laundry", "hallway",
               "dormitory", "homestay", "backyard", "nursery")
 SETTINGS = ("home", "away")
+PACES = ("short", "long")
+PACE_SPLIT = 5   # the dev logs' median number of segments before the risky one (fixed before measuring)
+
+
+def pace_of(k: int) -> str:
+    """`short` when trouble comes within `PACE_SPLIT` segments (k segments before the risky one), else `long`."""
+    return "short" if k < PACE_SPLIT else "long"
 
 
 def settings_of(segments: list) -> list[str]:
@@ -123,6 +131,7 @@ def measure(logs_file: str | None = None, runs: int = 2, limit: int | None = Non
     scores: dict[str, list[list[float]]] = {c: [[], []] for c in CONDITIONS}
     folds: dict[str, list[list[int]]] = {c: [[], []] for c in CONDITIONS}
     places: dict[str, list[list[str]]] = {c: [[], []] for c in CONDITIONS}
+    paces: dict[str, list[list[str]]] = {c: [[], []] for c in CONDITIONS}
 
     def score(segs, log: str, full: bool = False) -> float:
         a = retriever.analyse([s.text() for s in segs])
@@ -151,6 +160,8 @@ def measure(logs_file: str | None = None, runs: int = 2, limit: int | None = Non
             copies = len(scores[c][1]) - before[c][1]  # risk-free prefixes 1..k, then the next run's
             places[c][0] += where[:k] * copies
             places[c][1] += [where[k]] * copies
+            paces[c][0] += [pace_of(k)] * (k * copies)
+            paces[c][1] += [pace_of(k)] * copies
     edges = np.linspace(0.0, 1.0, GRID + 1)
 
     def histogram(values) -> list[int]:
@@ -160,11 +171,14 @@ def measure(logs_file: str | None = None, runs: int = 2, limit: int | None = Non
     by_fold = {c: [{cls: histogram(np.asarray(v)[np.asarray(folds[c][i]) == f])
                     for i, (cls, v) in enumerate(zip(("safe", "risky"), scores[c], strict=True))}
                    for f in range(len(gate.folds))] for c in CONDITIONS}
-    by_setting = {c: {w: {cls: histogram(np.asarray(v)[np.asarray(places[c][i]) == w])
-                          for i, (cls, v) in enumerate(zip(("safe", "risky"), scores[c], strict=True))}
-                      for w in SETTINGS} for c in CONDITIONS}
+
+    def split(labels: dict, names: tuple[str, ...]) -> dict:
+        return {c: {w: {cls: histogram(np.asarray(v)[np.asarray(labels[c][i]) == w])
+                        for i, (cls, v) in enumerate(zip(("safe", "risky"), scores[c], strict=True))}
+                    for w in names} for c in CONDITIONS}
+
     return {"grid": GRID, "logs": len(scenarios), "runs": runs, "conditions": hist, "folds": by_fold,
-            "settings": by_setting,
+            "settings": split(places, SETTINGS), "pace": split(paces, PACES),
             "mean": {c: {cls: float(np.mean(v)) for cls, v in zip(("safe", "risky"), scores[c], strict=True)}
                      for c in CONDITIONS}}
 

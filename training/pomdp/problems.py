@@ -87,7 +87,9 @@ def escalation_pomdp(sensor: np.ndarray, onset: float, costs: EscalationCosts = 
 CONDITIONS = ("as_written", "in_sample", "perturbed", "degraded")   # how the gate's sensor model was measured
 CAPTIONERS = ("perturbed", "degraded", "spurious", "spurious_acts")               # captioners a deployment may meet
 SETTINGS = ("home", "away")                                        # where the camera is
-ENVSETS = ("folds", "conditions", "captioners", "settings")
+PACES = ("short", "long")                                          # how quickly trouble comes in its scenes
+ENVSETS = ("folds", "conditions", "captioners", "settings", "pace")
+SPLITS = {"settings": SETTINGS, "pace": PACES}                     # sets split from the logs, each with its hazard
 
 
 def environments(measured: dict, envset: str) -> dict[str, tuple[dict, float]]:
@@ -99,7 +101,9 @@ def environments(measured: dict, envset: str) -> dict[str, tuple[dict, float]]:
       perturbations, a degraded one that loses evidence (under-reports) and one that adds hazard objects
       from other scenes (over-reports), at the dev logs' hazard;
     - settings: a camera at home or away, each with the perturbed condition's histograms of the segments
-      scored there and its own hazard (risky segments over risk-free ones there, as written).
+      scored there and its own hazard (risky segments over risk-free ones there, as written);
+    - pace: scenes where trouble comes quickly (short logs: fewer than 5 segments before the risky one) or
+      slowly (long logs), each with the perturbed histograms of its logs and its own hazard, as for settings.
     """
     if envset not in ENVSETS:
         raise ValueError(f"unknown environment set {envset!r} (one of {', '.join(ENVSETS)})")
@@ -110,11 +114,11 @@ def environments(measured: dict, envset: str) -> dict[str, tuple[dict, float]]:
         return {f"fold {i}": (h, onset) for i, h in enumerate(measured.get("folds", {}).get("perturbed", []))}
     if envset == "captioners":
         return {c: (conditions[c], onset) for c in CAPTIONERS} if set(CAPTIONERS) <= set(conditions) else {}
-    by_setting = measured.get("settings", {})
-    if not by_setting:
+    split = measured.get(envset, {})
+    if not split:
         return {}
-    written = by_setting["as_written"]
-    return {w: (by_setting["perturbed"][w], sum(written[w]["risky"]) / sum(written[w]["safe"])) for w in SETTINGS}
+    written = split["as_written"]
+    return {w: (split["perturbed"][w], sum(written[w]["risky"]) / sum(written[w]["safe"])) for w in SPLITS[envset]}
 
 
 def me_escalation(measured: dict, envset: str = "folds", costs: EscalationCosts = EscalationCosts()) -> MEPOMDP:
