@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import psutil
+import ray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._media import long_clip  # noqa: E402
@@ -47,9 +48,9 @@ def resident_split(pid: int) -> dict[str, float]:
     return out
 
 
-def pipeline_rss() -> tuple[float, dict[str, dict[str, float]]]:
+def pipeline_rss(by_pid: dict[int, float] | None = None) -> tuple[float, dict[str, dict[str, float]]]:
     """GB resident in this driver's Ray processes (its descendants, less the RTSP servers), and by process kind
-    (its total, count of processes and resident split)."""
+    (its total, count of processes and resident split); `by_pid` gets each process's own."""
     parts: dict[str, dict[str, float]] = {}
     for proc in psutil.Process().children(recursive=True):
         try:
@@ -57,7 +58,10 @@ def pipeline_rss() -> tuple[float, dict[str, dict[str, float]]]:
             if name not in NOT_PIPELINE:
                 kind = name.split(".")[0] if name.startswith("ray::") else name
                 part = parts.setdefault(kind, {"rss": 0.0, "n": 0})
-                part["rss"] += proc.memory_info().rss / 1e9
+                rss = proc.memory_info().rss / 1e9
+                part["rss"] += rss
+                if by_pid is not None:
+                    by_pid[proc.pid] = rss
                 part["n"] += 1
                 for key, gb in resident_split(proc.pid).items():
                     part[key] = part.get(key, 0.0) + gb
@@ -67,19 +71,23 @@ def pipeline_rss() -> tuple[float, dict[str, dict[str, float]]]:
 
 
 class Sampler:
-    """Samples `pipeline_rss()` every `every_s` seconds on a thread until stopped; keeps the peak's breakdown."""
+    """Samples `pipeline_rss()` every `every_s` seconds on a thread until stopped; keeps the peak's breakdown,
+    and each stage host's size at that peak (`hosts`: pid -> node name, once known)."""
 
     def __init__(self, every_s: float = 2.0):
         self.samples: list[float] = []
         self.peak: dict[str, dict[str, float]] = {}
+        self.hosts: dict[int, str] = {}
+        self.peak_hosts: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
-        total, parts = pipeline_rss()
+        by_pid: dict[int, float] = {}
+        total, parts = pipeline_rss(by_pid)
         if not self.samples or total > max(self.samples):
-            self.peak = parts
+            self.peak, self.peak_hosts = parts, by_pid
         self.samples.append(total)
 
     def _run(self, every_s: float) -> None:
@@ -93,6 +101,8 @@ class Sampler:
         print("peak by process kind (GB; processes, resident anonymous/files/shared memory): " + ", ".join(
             f"{k} {v['rss']:.2f} ({v['n']:.0f}: {v.get('anon', 0):.2f}/{v.get('file', 0):.2f}/{v.get('shmem', 0):.2f})"
             for k, v in sorted(self.peak.items(), key=lambda kv: -kv[1]["rss"])))
+        print("stage hosts at the peak (GB): " + ", ".join(f"{name} {self.peak_hosts.get(pid, 0.0):.2f}"
+                                                          for pid, name in self.hosts.items()))
         return self.samples
 
 
@@ -100,6 +110,8 @@ def run(urls: list[str], options: AnalyzeOptions) -> tuple[list[dict], list[list
     """Run one pipeline per URL together; their results, latencies, and the memory samples meanwhile."""
     sampler = Sampler()
     pipes = [Pipeline(url, options) for url in urls]
+    hosts = pipes[0].actors
+    sampler.hosts = dict(zip(ray.get([h.pid.remote() for h in hosts.values()]), hosts, strict=True))
     try:
         results = [p.wait() for p in pipes]
         latencies = [p.latencies() for p in pipes]
