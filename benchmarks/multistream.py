@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import psutil
+import ray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._media import long_clip  # noqa: E402
@@ -34,34 +35,59 @@ from training.media.loopback import RtspServer  # noqa: E402
 NOT_PIPELINE = {"ffmpeg", "rtsp-server-perl", "rtsp-server-per", "perl"}  # (names are cut at 15 characters)
 
 
-def pipeline_rss() -> tuple[float, dict[str, float]]:
-    """GB resident in this driver's Ray processes (its descendants, less the RTSP servers), and by process kind."""
-    parts: dict[str, float] = {}
+def resident_split(pid: int) -> dict[str, float]:
+    """GB of a process's resident size that is its own (anonymous), mapped files (libraries) and shared memory
+    (Ray's object store), from /proc/<pid>/status."""
+    fields = {"RssAnon:": "anon", "RssFile:": "file", "RssShmem:": "shmem"}
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, *rest = line.split()
+            if key in fields:
+                out[fields[key]] = int(rest[0]) * 1024 / 1e9
+    return out
+
+
+def pipeline_rss(by_pid: dict[int, float] | None = None) -> tuple[float, dict[str, dict[str, float]]]:
+    """GB resident in this driver's Ray processes (its descendants, less the RTSP servers), and by process kind
+    (its total, count of processes and resident split); `by_pid` gets each process's own."""
+    parts: dict[str, dict[str, float]] = {}
     for proc in psutil.Process().children(recursive=True):
         try:
             name = proc.name()
             if name not in NOT_PIPELINE:
                 kind = name.split(".")[0] if name.startswith("ray::") else name
-                parts[kind] = parts.get(kind, 0.0) + proc.memory_info().rss / 1e9
-        except psutil.Error:
+                part = parts.setdefault(kind, {"rss": 0.0, "n": 0})
+                rss = proc.memory_info().rss / 1e9
+                part["rss"] += rss
+                if by_pid is not None:
+                    by_pid[proc.pid] = rss
+                part["n"] += 1
+                for key, gb in resident_split(proc.pid).items():
+                    part[key] = part.get(key, 0.0) + gb
+        except (psutil.Error, OSError):
             pass
-    return sum(parts.values()), parts
+    return sum(p["rss"] for p in parts.values()), parts
 
 
 class Sampler:
-    """Samples `pipeline_rss()` every `every_s` seconds on a thread until stopped; keeps the peak's breakdown."""
+    """Samples `pipeline_rss()` every `every_s` seconds on a thread until stopped; keeps the peak's breakdown,
+    and each stage host's size at that peak (`hosts`: pid -> node name, once known)."""
 
     def __init__(self, every_s: float = 2.0):
         self.samples: list[float] = []
-        self.peak: dict[str, float] = {}
+        self.peak: dict[str, dict[str, float]] = {}
+        self.hosts: dict[int, str] = {}
+        self.peak_hosts: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
-        total, parts = pipeline_rss()
+        by_pid: dict[int, float] = {}
+        total, parts = pipeline_rss(by_pid)
         if not self.samples or total > max(self.samples):
-            self.peak = parts
+            self.peak, self.peak_hosts = parts, by_pid
         self.samples.append(total)
 
     def _run(self, every_s: float) -> None:
@@ -72,8 +98,11 @@ class Sampler:
         self._stop.set()
         self._thread.join()
         self._sample()
-        print("peak by process kind (GB): " + ", ".join(f"{k} {v:.2f}" for k, v in
-                                                         sorted(self.peak.items(), key=lambda kv: -kv[1])))
+        print("peak by process kind (GB; processes, resident anonymous/files/shared memory): " + ", ".join(
+            f"{k} {v['rss']:.2f} ({v['n']:.0f}: {v.get('anon', 0):.2f}/{v.get('file', 0):.2f}/{v.get('shmem', 0):.2f})"
+            for k, v in sorted(self.peak.items(), key=lambda kv: -kv[1]["rss"])))
+        print("stage hosts at the peak (GB): " + ", ".join(f"{name} {self.peak_hosts.get(pid, 0.0):.2f}"
+                                                          for pid, name in self.hosts.items()))
         return self.samples
 
 
@@ -93,6 +122,8 @@ def run(urls: list[str], options: AnalyzeOptions) -> tuple[list[dict], list[list
     """Run one pipeline per URL together; their results, latencies, and the memory samples meanwhile."""
     sampler = Sampler()
     pipes = [Pipeline(url, options) for url in urls]
+    hosts = pipes[0].actors
+    sampler.hosts = dict(zip(ray.get([h.pid.remote() for h in hosts.values()]), hosts, strict=True))
     try:
         results = [p.wait() for p in pipes]
         latencies = [p.latencies() for p in pipes]

@@ -1,5 +1,6 @@
 """Many streams on one set of stage hosts: no state leaks between concurrent streams, a source that fails
-ends only its own stream, and removing a stream frees its state and nothing else."""
+ends only its own stream, each stream has one process of its own, and removing a stream frees its state and
+its process and nothing else."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import gc
 import http.server
 import json
 import threading
+import time
 
 import numpy as np
+import psutil
 import pytest
 import ray
 
@@ -53,6 +56,21 @@ def loopback_clips(tmp_path_factory):
     server.shutdown()
 
 
+def stream_processes() -> set[int]:
+    """This driver's Ray actor processes other than the shared stage hosts (and Ray's own agents and idle
+    workers): the processes that streams hold."""
+    out = set()
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            name = proc.name()
+        except psutil.Error:
+            continue
+        kind = name.split(".")[0]
+        if name.startswith("ray::") and kind not in ("ray::IDLE", "ray::StageHost") and not kind.endswith("Agent"):
+            out.add(proc.pid)
+    return out
+
+
 def comparable(result: dict) -> str:
     return json.dumps({k: v for k, v in result.items() if k != "timings"}, sort_keys=True)
 
@@ -71,11 +89,17 @@ def test_concurrent_streams_equal_each_stream_alone_and_close_frees_only_their_s
         pids = ray.get([h.pid.remote() for h in hosts.values()])
         held = ray.get(hosts["speech"].streams.remote())
         assert {p.stream for p in pipes} <= set(held)
+        own = ray.get([p.ingest.pid.remote() for p in pipes])
+        assert stream_processes() == set(own)  # one process per stream (its reader and sink), no other
         together = [p.wait() for p in pipes]
         pipes[0].close()  # removing one stream frees its state in every host, and only its state
         for name, host in hosts.items():
             held = set(ray.get(host.streams.remote()))
             assert pipes[0].stream not in held and {pipes[1].stream, pipes[2].stream} <= held, name
+        deadline = time.monotonic() + 30
+        while own[0] in stream_processes() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert stream_processes() == set(own[1:])  # and its process, only its
     finally:
         for p in [*pipes, broken]:
             p.close()

@@ -1,5 +1,5 @@
 """The stage graph on Ray: one `StageHost` per graph node shared by every stream of the driver, and per stream
-a `SinkActor` and the `IngestActor` that reads the source and chains the others.
+one `IngestActor` that reads the source, chains the hosts and is the stream's sink.
 
 A host keeps one stage object per stream (VAD spans, PreFM ring buffer, pose tracks, grounding watches, safety
 log), created on the stream's first call and freed by `close(stream)`; the models inside come from one
@@ -8,7 +8,8 @@ set of weights. Calls carry the stream's stage config, so a host that restarted 
 stage on the next call (what the dead process held for that stream is lost; the stream goes on).
 
 The ingest actor passes ObjectRefs from one actor call into the next, so segment data moves between actor
-processes without a round trip through the driver. A host runs one call at a time, each stream's calls in
+processes without a round trip through the driver; a thread of it writes each record into its sink as soon
+as the record is ready (`delivery.py`). A host runs one call at a time, each stream's calls in
 their order, the stream that has had the least of the host's time first (`fair.FairTurns`): a stream whose
 seconds cost more than its share falls behind and drops its own oldest seconds, not the others'. Hosts
 restart after a crash (`max_restarts`) and their in-flight calls are retried.
@@ -16,6 +17,7 @@ restart after a crash (`max_restarts`) and their in-flight calls are retried.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
@@ -27,12 +29,28 @@ from pipelines.media.ingest import ReconnectPolicy, SegmentReader
 from pipelines.media.sources import SourceSpec
 from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
+from pipelines.spine.delivery import Delivery
 from pipelines.spine.fair import FairTurns
 from pipelines.stages.config import limit_threads
 from pipelines.stages.record import Second
 
 STAGE_OPTIONS = dict(max_restarts=3, max_task_retries=3, num_cpus=0.25)
 HOST_PREFIX = "foresight-stage-"
+
+
+def trim_heap() -> None:
+    """Hand the heap's free pages back to the system (glibc's `malloc_trim`). Loading a stage's models leaves
+    memory free but resident (0.2 GB in the safety host), and so does a stream's state once freed; a trim
+    takes milliseconds to tenths of a second, so it is done when a stream starts or ends, not per call."""
+    trim = getattr(_LIBC, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+try:
+    _LIBC = ctypes.CDLL(None)  # this process's symbols: glibc's on Linux
+except OSError:  # pragma: no cover (no dynamic libc)
+    _LIBC = None
 
 
 class StreamClosed(RuntimeError):
@@ -72,7 +90,15 @@ class StageHost:
     def open(self, stream: str, config) -> bool:
         """Build the stream's stage now (its models load here), so a start-up failure is seen at start."""
         self.turns.start(stream)
-        return self.turns.run(stream, None, lambda: self._stage(stream, config) is not None)
+
+        def build() -> bool:
+            fresh = stream not in self.stages
+            self._stage(stream, config)
+            if fresh:
+                trim_heap()  # what loading the models (the first stream) or building the stage left free
+            return True
+
+        return self.turns.run(stream, None, build)
 
     def process(self, stream: str, seq: int, config, *args):
         """Second number `seq` of `stream` through its stage."""
@@ -113,7 +139,11 @@ class StageHost:
             stage = self.stages.pop(stream, None)
             if stage is not None and hasattr(stage, "close"):
                 stage.close()
-            return stage is not None
+            if stage is not None:
+                del stage
+                trim_heap()
+                return True
+            return False
 
         held = self.turns.run(stream, None, free)
         self.turns.forget(stream)
@@ -151,27 +181,21 @@ def stage_hosts(nodes: list[graph.Node]) -> dict:
         return {node.name: _HELD[node.name] for node in nodes}
 
 
-# A stream's own actors reserve no CPU: the shared stage hosts hold the reservation, so adding a stream is never
+# A stream's own actor reserves no CPU: the shared stage hosts hold the reservation, so adding a stream is never
 # refused for want of logical CPUs (8 streams on a 2-CPU node); overload shows as dropped seconds instead.
-@ray.remote(max_restarts=3, max_task_retries=3, num_cpus=0, max_concurrency=4)
-class SinkActor(Sink):
-    """The sink in its own process, with a feed for live subscribers."""
-
-    def __init__(self, source: str, job_id: str | None = None, db_path: str | None = None, feed_size: int = 1000,
-                 webhook=None):
-        super().__init__(source, job_id, db_path, feed_size, webhook)
-
-    def ready(self) -> bool:
-        return True
-
-
-@ray.remote(max_restarts=0, num_cpus=0, max_concurrency=4)
+@ray.remote(max_restarts=0, num_cpus=0, max_concurrency=6)
 class IngestActor:
-    """Reads one source and drives the graph; `run` returns the ingest statistics when the stream ends."""
+    """A stream's one process: reads its source, drives the graph, and is its sink (result, store rows, webhook,
+    live feed); `run` returns the ingest statistics when the stream ends.
+
+    The sink shares the reader's process because a Ray worker costs ~0.1 GB before it holds anything: one process
+    per stream, not two. A crash of this process ends its own stream only; the rows it wrote stay in the store.
+    """
 
     def __init__(self, spec: SourceSpec, source_id: str, sample_fps: float = 2.0, max_side: int = 640,
                  duration_s: float | None = None, policy: ReconnectPolicy | None = None, watchdog_s: float = 5.0,
-                 open_timeout_s: float = 10.0, budget=None, record=None):
+                 open_timeout_s: float = 10.0, budget=None, record=None, job_id: str | None = None,
+                 db_path: str | None = None, feed_size: int = 1000, webhook=None):
         self.budget = None  # (no torch here: this actor decodes and dispatches, and stays small)
         if budget is not None:  # opt-in latency budget (spine/budget.py): picks tier and frame rate per second
             from pipelines.spine.budget import BudgetHook
@@ -182,10 +206,36 @@ class IngestActor:
                                     open_timeout_s=open_timeout_s, record=record)
         if self.budget is not None:  # its level goes into the stream's health, never silently
             self.budget.stats = self.reader.stats
+        self.sink = Sink(spec.name, job_id, db_path, feed_size, webhook)
+        self.sink_lock = threading.Lock()  # the delivery thread writes while Ray's threads read the feed
         self.configs: dict = {}  # node name -> the config its calls carry (set by `run`, changed by `set_config`)
         self.position = 0.0
         self.call_s = 0.0
         self.wait_s = 0.0
+
+    def ready(self) -> bool:
+        return True
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def write(self, record: Second) -> int:
+        """Take one record into this stream's sink."""
+        with self.sink_lock:
+            return self.sink.write(record)
+
+    def feed_since(self, seq: int) -> list:
+        with self.sink_lock:
+            return self.sink.feed_since(seq)
+
+    def latencies(self) -> list[float]:
+        with self.sink_lock:
+            return self.sink.latencies()
+
+    def result(self, *args, **kwargs) -> dict:
+        """The sink's result (`Sink.result`)."""
+        with self.sink_lock:
+            return self.sink.result(*args, **kwargs)
 
     def progress(self) -> dict:
         info = self.reader.info
@@ -206,7 +256,8 @@ class IngestActor:
     def run(self, nodes: list[graph.Node], hosts: dict, sink, stream: str, configs: dict,
             max_inflight: int = 4) -> dict:
         """Submit every second through the graph's hosts (node name -> handle) as `stream`, each node with its
-        stage config (`configs`: node name -> config), into `sink`."""
+        stage config (`configs`: node name -> config), into `sink` (None: this actor's own; else a handle with
+        a remote `write`)."""
 
         seq = 0  # this stream's second number at the hosts (its finish comes last)
         self.configs = {**configs, **self.configs}  # `set_config` may replace one while the stream runs
@@ -214,8 +265,9 @@ class IngestActor:
         def call(node: graph.Node, method: str, args: list):
             return getattr(hosts[node.name], method).remote(stream, seq, self.configs[node.name], *args)
 
+        write = self.write if sink is None else (lambda record: ray.get(sink.write.remote(record)))
         self.reader.start()
-        inflight: deque = deque()
+        delivery = Delivery(write, max_inflight)
         try:
             while True:
                 seg = self.reader.get()
@@ -226,21 +278,19 @@ class IngestActor:
                 t0 = time.perf_counter()
                 record = graph.step(nodes, call, ray.put(seg), Second.of(seg))
                 seq += 1
-                inflight.append(sink.write.remote(record))
                 if self.budget is not None:
                     self.budget.track(seg, record.future())
                 self.call_s += time.perf_counter() - t0
                 self.position = seg.end
                 t0 = time.perf_counter()
-                while len(inflight) > max_inflight:
-                    ray.get(inflight.popleft())
+                delivery.put(record)  # waits while more than max_inflight records are on their way
                 self.wait_s += time.perf_counter() - t0
         finally:
             self.reader.stop()
             # Close whatever is open (a speech span, open events) and wait for the sink to have it all.
-            inflight.append(sink.write.remote(graph.finish(nodes, call)))
+            delivery.put(graph.finish(nodes, call), wait=False)
             t0 = time.perf_counter()
-            ray.get(list(inflight))
+            delivery.close()
             self.wait_s += time.perf_counter() - t0
         out = {"stats": self.reader.stats.to_dict(), "call_s": self.call_s, "wait_s": self.wait_s,
                "reader": dict(self.reader.timings), "node_id": ray.get_runtime_context().get_node_id(),

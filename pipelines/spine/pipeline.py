@@ -31,15 +31,16 @@ class Pipeline:
     """A running actor pipeline for one source. `wait()` blocks until the stream ends and returns the result.
 
     `actors` maps each graph node's name to its stage host, shared with the driver's other pipelines (this
-    one's state there is keyed by `stream`); `sink` and `ingest` are this stream's own sink and ingest actors.
-    `close()` ends those two and frees the stream's state in the hosts, nothing else.
+    one's state there is keyed by `stream`); `ingest` is this stream's own actor, which reads the source and is
+    its sink too (`sink` is the same handle: `feed_since`, `latencies`, `result`). `close()` ends it and frees
+    the stream's state in the hosts, nothing else.
     """
 
     def __init__(self, source: str, options: AnalyzeOptions | None = None, job_id: str | None = None,
                  db_path: str | None = None, source_id: str | None = None, source_checked: bool = False):
         import ray
 
-        from pipelines.spine.actors import IngestActor, SinkActor, stage_hosts
+        from pipelines.spine.actors import IngestActor, stage_hosts
         from pipelines.spine.runtime import ensure_ray
 
         self.options = options = options or AnalyzeOptions()
@@ -56,11 +57,12 @@ class Pipeline:
         self.nodes = graph.nodes(options)
         self.configs = {node.name: graph.node_config(node, options) for node in self.nodes}
         self.actors = stage_hosts(self.nodes)
-        self.sink = SinkActor.remote(self.spec.name, job_id, db_path, webhook=options.webhook)
         self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
                                          options.max_side, options.duration_s, options.reconnect,
                                          options.watchdog_s, options.open_timeout_s, budget=options.budget,
-                                         record=options.record)
+                                         record=options.record, job_id=job_id, db_path=db_path,
+                                         webhook=options.webhook)
+        self.sink = self.ingest  # one process per stream: the ingest actor holds the sink
         try:  # the stream's stages are built (and a host's models loaded) before the first second
             ray.get([self.actors[n].open.remote(self.stream, c) for n, c in self.configs.items()]
                     + [self.sink.ready.remote()])
@@ -70,7 +72,7 @@ class Pipeline:
             if isinstance(cause, BadInput):
                 raise cause from None
             raise RuntimeError(f"a model actor failed to start: {exc}") from None
-        self.run_ref = self.ingest.run.remote(self.nodes, self.actors, self.sink, self.stream, self.configs)
+        self.run_ref = self.ingest.run.remote(self.nodes, self.actors, None, self.stream, self.configs)
 
     def progress(self, timeout: float | None = None) -> dict:
         return self._ray.get(self.ingest.progress.remote(), timeout=timeout)
@@ -138,10 +140,9 @@ class Pipeline:
         return result
 
     def close(self, timeout: float = 30.0) -> None:
-        """End this stream's ingest and sink actors and free its state in the shared hosts."""
-        for handle in [getattr(self, "ingest", None), getattr(self, "sink", None)]:
-            if handle is not None:
-                self._ray_kill(handle)
+        """End this stream's actor and free its state in the shared hosts."""
+        if getattr(self, "ingest", None) is not None:
+            self._ray_kill(self.ingest)
         hosts = getattr(self, "actors", {})
         if hosts:
             self._ray.wait([h.close.remote(self.stream) for h in hosts.values()], num_returns=len(hosts),

@@ -29,6 +29,11 @@ def ensure_ray(num_cpus: int | None = None) -> None:
         # Loopback-only: nothing outside this machine can connect, so no token is needed (Ray 2.60 would
         # otherwise write one to ~/.ray and warn on every start).
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        # glibc gives each thread that allocates a malloc arena of its own, up to 8 per core, and keeps what is
+        # freed there: a stage host's call threads (up to 128) and an ingest actor's decode threads would hold
+        # several arenas' worth of freed memory each. Two per process is enough for one call at a time. Read
+        # by each process of the local cluster when it starts (raylet, workers), not by this running driver.
+        os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     kwargs = dict(include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
