@@ -60,7 +60,7 @@ class Pipeline:
         self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
                                          options.max_side, options.duration_s, options.reconnect,
                                          options.watchdog_s, options.open_timeout_s, budget=options.budget,
-                                         record=options.record)
+                                         record=options.record, decode_video=graph.reads_frames(options))
         try:  # the stream's stages are built (and a host's models loaded) before the first second
             ray.get([self.actors[n].open.remote(self.stream, c) for n, c in self.configs.items()]
                     + [self.sink.ready.remote()])
