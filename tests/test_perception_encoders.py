@@ -301,3 +301,27 @@ def test_cache_hf_layout_is_prefm_clip_clap(short_clip, tiny_hf, tmp_path, monke
     assert np.load(tmp_path / "CLAP" / "vid1.npy").shape == (4, 32)
     cached = FeatureCache(tmp_path).lookup(short_clip, enc, video_id="vid1")
     np.testing.assert_array_equal(cached.audio, feats.audio)
+
+
+def test_audio_stage_with_the_speech_stage_vad_gives_the_vectors_of_its_own_vad(demo_clip):
+    """The pipeline runs Silero once per second: the audio stage takes the speech stage's window probabilities.
+    Its vectors are those of the audio features' own VAD, whatever the speech stage's threshold. (Tags are off:
+    the tagger's part is untouched, and it would only add time.)"""
+    from itertools import islice
+
+    from models.encoders.audio_features import AudioFeatureConfig
+    from pipelines.media.segmenter import iter_segments
+    from pipelines.stages.audio import AudioStage
+    from pipelines.stages.config import StageConfig
+    from pipelines.stages.speech import SpeechStage
+
+    speech = SpeechStage(StageConfig(asr=False, tags=False, vad_threshold=0.3))
+    audio, own = AudioStage(StageConfig(asr=False, tags=False)), AudioFeatures(AudioFeatureConfig(tags=False))
+    assert audio.features.vad is None  # the stage loads no VAD of its own
+    speaking = 0
+    for seg in islice(iter_segments(demo_clip[0], max_side=64), 10):
+        shared = audio.process(seg, speech.process(seg))
+        alone = own.analyze(seg.audio, seg.start)
+        assert np.array_equal(shared["vector"], own.vector(alone)), seg.index
+        speaking += alone["speech_prob"] > 0.5
+    assert speaking >= 3  # the demo clip speaks from 1 s on: the vector's speech part is exercised

@@ -84,3 +84,21 @@ def test_retention_keeps_the_newest_minutes_and_gigabytes(recorded, tmp_path):
     shutil.copytree(recorded[0], other)
     assert prune_recordings(tmp_path, keep_gb=1e-9, keep={"stream-2"}) == [folder]
     assert list_segments(other)
+
+
+def test_a_stream_without_picture_stages_is_recorded_without_decoding_video(demo_clip, tmp_path):
+    """With no stage reading pictures (--no-visual) the reader decodes no video, yet keeps the clock, the
+    health counters and the recording: the ring's clips carry the pictures."""
+    spec = parse_source(str(demo_clip[0]), live=True)
+    reader = SegmentReader(spec, "demo", duration_s=6.0, record=RecordConfig(str(tmp_path / "s"), segment_s=2.0),
+                           decode_video=False).start()
+    segs = []
+    while (seg := reader.get(timeout=60)) is not None:
+        segs.append(seg)
+    stats = reader.stats.to_dict()
+    assert [s.index for s in segs] == list(range(len(segs))) and len(segs) >= 6
+    assert all(not s.frames and s.frames_not_decoded == 2 and s.audio.size == 16000 for s in segs[:6])
+    assert stats["frames_decoded"] == 0 and stats["frames_skipped"] >= 6 * 24 and stats["health"] == "ended"
+    assert stats["recording"]["segments_written"] >= 3 and stats["recording"]["errors"] == 0
+    frames = clip_frames(cut_clip(tmp_path / "s", 1.0, 4.0).data)
+    assert len(frames) >= 60 and max(f.mean() for _, f in frames) > 20  # real pictures, not blank

@@ -78,3 +78,21 @@ def test_variable_frame_rate_is_sampled_on_the_time_grid(tmp_path):
     # The first frame at or after each 0.5 s grid point; a half second without frames gives none,
     # and a burst of frames inside one half second gives one.
     assert got == [[0.0], [1.0, 1.6], [2.3, 2.6]]
+
+
+def test_without_a_picture_consumer_video_is_demuxed_not_decoded(tmp_path):
+    """`decode_video=False` (no stage reads pictures, e.g. --no-visual): no video frame is decoded, yet the
+    seconds, their audio and the sampling instants (what live drops count) are those of a decoding read."""
+    path = flash_tone_clip(tmp_path / "ft.mp4", duration_s=4.0, event_s=(1.0, 2.5))
+    decoded, full = read_all(path)
+    reader = SegmentReader(parse_source(str(path)), "t", decode_video=False).start()
+    skipped = []
+    while (seg := reader.get(timeout=30)) is not None:
+        skipped.append(seg)
+    assert [(s.index, s.start, s.end) for s in skipped] == [(s.index, s.start, s.end) for s in decoded]
+    assert all(np.array_equal(a.audio, b.audio) for a, b in zip(skipped, decoded, strict=True))
+    assert all(not s.frames and s.frames_not_decoded == len(d.frames) == 2 for s, d in zip(skipped, decoded,
+                                                                                          strict=True))
+    assert full.stats.frames_decoded == 120 and "frames_skipped" not in full.stats.to_dict()
+    assert reader.stats.frames_decoded == 0 and reader.stats.to_dict()["frames_skipped"] == 120
+    assert reader.info.has_video and reader.stats.health.value == "ended"

@@ -48,6 +48,24 @@ def test_actor_result_says_where_the_time_goes(clip, ray_runtime):
     assert result["timings"]["node_id"]
 
 
+def test_runs_without_a_picture_stage_decode_no_video(clip, ray_runtime):
+    """--no-visual on both runners: the reader leaves video undecoded, and the audio node runs no VAD of its own
+    (it takes the speech node's); both runners still give the same result."""
+    import json
+
+    from pipelines import AnalyzeOptions, StageConfig, analyze, analyze_inline
+
+    options = AnalyzeOptions(stages=StageConfig(visual=False, asr=False, safety=False))
+    results = analyze(str(clip), options), analyze_inline(str(clip), options)
+    for result in results:
+        ingest = result["ingest"]
+        assert ingest["segments_emitted"] == 6 and ingest["frames_decoded"] == 0 and ingest["frames_skipped"] == 180
+        assert "vad_s" in result["timings"]["stages_detail"]["speech"]
+        assert "vad_s" not in result["timings"]["stages_detail"]["audio"]
+    same = [{k: v for k, v in r.items() if k != "timings"} for r in results]
+    assert json.dumps(same[0], sort_keys=True) == json.dumps(same[1], sort_keys=True)
+
+
 def test_summary_names_the_largest_costs():
     from app.summary import render_summary
 

@@ -23,7 +23,7 @@ class ForesightCollector:
     def __init__(self, jobs: JobManager, streams: StreamManager):
         self.jobs = jobs
         self.streams = streams
-        self._last: dict[str, tuple[float, int]] = {}  # stream id -> (time, frames decoded) at the last scrape
+        self._last: dict[str, tuple[float, int]] = {}  # stream id -> (time, frames read) at the last scrape
 
     def collect(self):
         pending, running = self.jobs.depth()
@@ -40,7 +40,8 @@ class ForesightCollector:
         yield finished
 
         labels = ["stream", "source"]
-        fps = GaugeMetricFamily("foresight_stream_fps", "Decoded frames per second since the last scrape", labels=labels)
+        fps = GaugeMetricFamily("foresight_stream_fps", "Video frames read per second since the last scrape (decoded, "
+                                "or demuxed only when no stage reads pictures)", labels=labels)
         up = GaugeMetricFamily("foresight_stream_up", "1 while the stream's ingest is healthy", labels=labels)
         dropped = CounterMetricFamily("foresight_stream_frames_dropped", "Frames dropped to stay live", labels=labels)
         seg_dropped = CounterMetricFamily("foresight_stream_segments_dropped", "1-s segments dropped", labels=labels)
@@ -63,9 +64,10 @@ class ForesightCollector:
             stats = h["stats"]
             live.add(stream.id)
             frames = int(stats.get("frames_decoded", 0))
-            t0, f0 = self._last.get(stream.id, (now, frames))
-            self._last[stream.id] = (now, frames)
-            fps.add_metric(key, (frames - f0) / (now - t0) if now > t0 else 0.0)
+            read = frames + int(stats.get("frames_skipped", 0))
+            t0, f0 = self._last.get(stream.id, (now, read))
+            self._last[stream.id] = (now, read)
+            fps.add_metric(key, (read - f0) / (now - t0) if now > t0 else 0.0)
             up.add_metric(key, 1.0 if stats.get("health") == "live" else 0.0)
             dropped.add_metric(key, int(stats.get("frames_dropped", 0)))
             seg_dropped.add_metric(key, int(stats.get("segments_dropped", 0)))

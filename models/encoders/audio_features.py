@@ -91,8 +91,13 @@ class AudioFeatures:
             self.vad.reset()
         self._t = 0.0
 
-    def analyze(self, audio: np.ndarray | None, start: float | None = None) -> dict | None:
-        """Readable audio facts for one second starting at `start` (default: right after the last one)."""
+    def analyze(self, audio: np.ndarray | None, start: float | None = None,
+                speech_probs: list[float] | None = None) -> dict | None:
+        """Readable audio facts for one second starting at `start` (default: right after the last one).
+
+        `speech_probs`: this second's VAD window probabilities when a speech stage already ran Silero on the
+        same audio (the pipeline's speech node hands them on); the own VAD is then not run, which gives the same
+        vector, since the window probabilities do not depend on the speech stage's threshold."""
         if audio is None:
             return None
         audio = np.asarray(audio)
@@ -106,7 +111,9 @@ class AudioFeatures:
         tags = self.tagger.top(probs, self.config.tag_top_k, self.config.tag_min_prob) if self.tagger else {}
         t1 = time.perf_counter()
         speech = np.zeros(0, np.float32)
-        if self.vad is not None:
+        if speech_probs is not None:
+            speech = np.asarray(speech_probs, np.float32)
+        elif self.vad is not None:
             _, window_probs = self.vad.feed(audio, at)
             speech = np.asarray(window_probs, np.float32)
         t2 = time.perf_counter()

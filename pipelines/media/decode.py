@@ -1,7 +1,9 @@
 """Decoding with PyAV: sampled RGB frames and 16 kHz mono audio, timed on the stream's own clock.
 
 Every video frame is decoded (inter-coded video needs it) but only the frames the sampler wants are
-converted to RGB, which is where most of the per-frame cost would otherwise go.
+converted to RGB, which is where most of the per-frame cost would otherwise go. When no stage reads pictures
+(`decode_video=False`, e.g. `--no-visual`), video packets are demuxed but not decoded: their timestamps still
+drive the sampling grid and the clock (samples without pixels), and the recorder still gets every packet.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ AUDIO_RATE = 16_000
 @dataclass
 class VideoSample:
     time: float
-    rgb: np.ndarray  # H x W x 3 uint8
+    rgb: np.ndarray | None  # H x W x 3 uint8; None: the frame at this sampling instant was not decoded
 
 
 @dataclass
@@ -50,10 +52,13 @@ class MediaDecoder:
     """Iterates a PyAV container, yielding VideoSample and AudioChunk items in demux order.
 
     `sample_fps` frames per second are kept (the first frame at or after each sampling instant), scaled so the
-    longer side is at most `max_side`. Times are seconds from the container's start.
+    longer side is at most `max_side`. Times are seconds from the container's start. With `decode_video`
+    False the video is not decoded: each sampling instant yields a VideoSample without pixels, timed by the
+    packet that reached it, and `frames_skipped` counts the video frames read but not decoded.
     """
 
-    def __init__(self, container, sample_fps: float = 2.0, max_side: int = 640, decode_threads: int = 0):
+    def __init__(self, container, sample_fps: float = 2.0, max_side: int = 640, decode_threads: int = 0,
+                 decode_video: bool = True):
         self.container = container
         self.sample_fps = sample_fps
         self.max_side = max_side
@@ -67,7 +72,9 @@ class MediaDecoder:
                 self.video.thread_count = decode_threads
         start = container.start_time
         self.zero = start / av.time_base if start is not None else None
+        self.decode_video = decode_video
         self.frames_decoded = 0
+        self.frames_skipped = 0
         self.decode_errors = 0
         self._next_sample = 0.0
         self._last_video_t: float | None = None
@@ -100,12 +107,15 @@ class MediaDecoder:
     def __iter__(self) -> Iterator[VideoSample | AudioChunk]:
         streams = [s for s in (self.video, self.audio) if s is not None]
         for packet in self.container.demux(streams):
-            try:
-                frames = packet.decode()
-            except av.error.InvalidDataError:
-                self.decode_errors += 1
-                continue
-            items = [self._on_video(f) if packet.stream is self.video else self._on_audio(f) for f in frames]
+            if packet.stream is self.video and not self.decode_video:
+                items = [self._on_video_packet(packet)]
+            else:
+                try:
+                    frames = packet.decode()
+                except av.error.InvalidDataError:
+                    self.decode_errors += 1
+                    continue
+                items = [self._on_video(f) if packet.stream is self.video else self._on_audio(f) for f in frames]
             if self.on_packet is not None:  # after decoding: the clock's zero is known from the first frame
                 self.on_packet(packet)
             for item in items:
@@ -116,19 +126,35 @@ class MediaDecoder:
 
     def _on_video(self, frame) -> VideoSample | None:
         self.frames_decoded += 1
-        t = self._rel(frame.time)
+        t = self._sampled(frame.time)
+        if t is None:
+            return None
+        w, h = scaled_size(frame.width, frame.height, self.max_side)
+        rgb = frame.reformat(width=w, height=h, format="rgb24").to_ndarray()
+        return VideoSample(t, rgb)
+
+    def _on_video_packet(self, packet) -> VideoSample | None:
+        """A video packet not decoded: one frame read; a sample without pixels if it reaches a sampling instant."""
+        if packet.size == 0:  # the demuxer's end-of-stream packet (a decoder flush), not a frame
+            return None
+        self.frames_skipped += 1
+        pts = packet.pts if packet.pts is not None else packet.dts
+        t = self._sampled(float(pts * packet.time_base) if pts is not None else None)
+        return None if t is None else VideoSample(t, None)
+
+    def _sampled(self, when: float | None) -> float | None:
+        """The frame's time if it is the first at or after the next sampling instant, else None."""
+        t = self._rel(when)
         if t is None:  # no timestamp: continue from the last one at the nominal rate
             rate = float(self.video.average_rate or 30)
             t = (self._last_video_t + 1.0 / rate) if self._last_video_t is not None else 0.0
         self._last_video_t = t
         if t + 1e-6 < self._next_sample:
             return None
-        step = 1.0 / self.sample_fps
         # Next sampling instant strictly after t, on the fixed grid k/sample_fps (robust to variable frame rate).
+        step = 1.0 / self.sample_fps
         self._next_sample = (int(t * self.sample_fps + 1e-6) + 1) * step
-        w, h = scaled_size(frame.width, frame.height, self.max_side)
-        rgb = frame.reformat(width=w, height=h, format="rgb24").to_ndarray()
-        return VideoSample(t, rgb)
+        return t
 
     def _on_audio(self, frame) -> AudioChunk | None:
         t = self._rel(frame.time)

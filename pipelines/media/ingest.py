@@ -57,6 +57,7 @@ class ReconnectPolicy:
 class IngestStats:
     health: Health = Health.CONNECTING
     frames_decoded: int = 0
+    frames_skipped: int = 0  # video frames read but not decoded: no stage reads pictures (e.g. --no-visual)
     segments_emitted: int = 0
     segments_dropped: int = 0
     frames_dropped: int = 0
@@ -84,6 +85,7 @@ class IngestStats:
             "analysed_until": round(self.analysed_until, 3),
             "last_error": redact_text(self.last_error), "failure": redact_text(self.failure),
             "warnings": [redact_text(w) for w in self.warnings],
+            **({"frames_skipped": self.frames_skipped} if self.frames_skipped else {}),
             **({"recording": dict(self.recording)} if self.recording is not None else {}),
             **({"degradation": dict(self.degradation)} if self.degradation is not None else {}),
         }
@@ -149,11 +151,12 @@ class SegmentReader:
     def __init__(self, spec: SourceSpec, source_id: str, sample_fps: float = 2.0, max_side: int = 640,
                  buffer_segments: int = 8, policy: ReconnectPolicy | None = None, open_timeout_s: float = 10.0,
                  watchdog_s: float = 5.0, duration_s: float | None = None, seed: int | None = None,
-                 record: RecordConfig | None = None):
+                 record: RecordConfig | None = None, decode_video: bool = True):
         self.spec = spec
         self.source_id = source_id
         self.sample_fps = sample_fps
         self.max_side = max_side
+        self.decode_video = decode_video  # False: no stage reads pictures; video is demuxed for clock and recorder
         self.policy = policy or ReconnectPolicy()
         self.open_timeout_s = open_timeout_s
         self.watchdog_s = watchdog_s
@@ -204,7 +207,7 @@ class SegmentReader:
     def _on_drop(self, seg) -> None:
         if isinstance(seg, Segment):
             self.stats.segments_dropped += 1
-            self.stats.frames_dropped += len(seg.frames)
+            self.stats.frames_dropped += len(seg.frames) + seg.frames_not_decoded
 
     def _finish(self, error: BaseException | None = None) -> None:
         if error is not None:
@@ -240,7 +243,7 @@ class SegmentReader:
     def _connect(self) -> tuple[object, MediaDecoder]:
         container = open_container(self.spec, self.open_timeout_s, self.watchdog_s)
         try:
-            decoder = MediaDecoder(container, self.sample_fps, self.max_side)
+            decoder = MediaDecoder(container, self.sample_fps, self.max_side, decode_video=self.decode_video)
         except BadInput:
             container.close()
             raise
@@ -281,7 +284,7 @@ class SegmentReader:
             raise BadInput(f"{self.spec.name}: no decodable audio or video")
 
     def _pump(self, decoder: MediaDecoder, seg: Segmenter) -> None:
-        base = self.stats.frames_decoded
+        base, skipped = self.stats.frames_decoded, self.stats.frames_skipped
         items = iter(decoder)
         while True:
             t0 = time.perf_counter()
@@ -292,6 +295,7 @@ class SegmentReader:
                 return
             self._delivered = True
             self.stats.frames_decoded = base + decoder.frames_decoded  # live count for progress and health
+            self.stats.frames_skipped = skipped + decoder.frames_skipped
             if self._stop.is_set():
                 return
             done = list(seg.push(item))

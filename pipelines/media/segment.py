@@ -14,6 +14,7 @@ class Segment:
     `frames` are the sampled RGB frames (H x W x 3 uint8) with their `frame_times`; `audio` is 16 kHz mono
     float32 of length (end - start) * 16000, or None when the source has no audio.
     `emitted_wall` is the wall-clock time the segment was complete, for latency accounting.
+    `frames_not_decoded` counts the sampling instants whose frame was left undecoded (no stage reads pictures).
     """
 
     source_id: str
@@ -26,6 +27,7 @@ class Segment:
     emitted_wall: float = 0.0
     dropped_before: int = 0
     final: bool = False
+    frames_not_decoded: int = 0
 
     @property
     def duration(self) -> float:

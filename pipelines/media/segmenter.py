@@ -32,6 +32,7 @@ class Segmenter:
         self.offset = 0.0
         self.next_index = 0
         self._frames: dict[int, list[tuple[float, np.ndarray]]] = {}
+        self._undecoded: dict[int, int] = {}  # sampling instants per second whose frame was not decoded
         self._audio_start = 0  # absolute sample index of _audio[0]
         self._audio = np.zeros(0, dtype=np.float32)
         self._audio_filled = np.zeros(0, dtype=bool)
@@ -48,7 +49,9 @@ class Segmenter:
         t = item.time + self.offset
         if isinstance(item, VideoSample):
             k = int(math.floor(t + 1e-9))
-            if k >= self.next_index:
+            if k >= self.next_index and item.rgb is None:  # the clock moves on; the frame was not decoded
+                self._undecoded[k] = self._undecoded.get(k, 0) + 1
+            elif k >= self.next_index:
                 self._frames.setdefault(k, []).append((t, item.rgb))
             self._video_watermark = max(self._video_watermark, t)
             self.last_time = max(self.last_time, t)
@@ -100,6 +103,8 @@ class Segmenter:
             return
         for k in [k for k in self._frames if k < index]:
             del self._frames[k]
+        for k in [k for k in self._undecoded if k < index]:
+            del self._undecoded[k]
         drop = index * AUDIO_RATE - self._audio_start
         if drop > 0:
             self._audio = self._audio[drop:]
@@ -126,7 +131,7 @@ class Segmenter:
         return Segment(
             source_id=self.source_id, index=index, start=float(index), end=float(end),
             frames=[f[1] for f in frames], frame_times=[f[0] for f in frames], audio=audio,
-            emitted_wall=time.time(),
+            emitted_wall=time.time(), frames_not_decoded=self._undecoded.pop(index, 0),
         )
 
 

@@ -1,9 +1,9 @@
 """The stage graph, declared once and run by both runners (Ray actors in `actors.py`, inline in `inline.py`).
 
-Every second, speech, audio and visual read the segment; the parser fills the second's record from their
-outputs; grounding (only with queries or an index) and safety add to the record; the sink takes it. At the
-end of the stream each node with a `finish` closes what it holds, in the same order, which yields the final
-record. A runner only decides how a call is made (an actor method call with ObjectRefs, or a plain call).
+Every second, speech, audio and visual read the segment (audio also takes speech's output: its VAD window
+probabilities, so Silero runs once); the parser fills the second's record from their outputs; grounding (only
+with queries or an index) and safety add to the record; the sink takes it. At the end of the stream each node
+with a `finish` closes what it holds, in the same order, which yields the final record. A runner only decides how a call is made (an actor method call with ObjectRefs, or a plain call).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ class Node:
 
 GRAPH: tuple[Node, ...] = (
     Node("speech", "pipelines.stages.speech:SpeechStage", "stages", ("segment",), "speech", finish=()),
-    Node("audio", "pipelines.stages.audio:AudioStage", "stages", ("segment",), "audio"),
+    # audio takes speech's VAD window probabilities for its vector: Silero runs once per second
+    Node("audio", "pipelines.stages.audio:AudioStage", "stages", ("segment", "speech"), "audio"),
     Node("visual", "pipelines.stages.visual:VisualStage", "stages", ("segment",), "visual"),
     Node("parser", "pipelines.stages.parser:ParserStage", "stages", ("record", "speech", "audio", "visual"),
          "record", finish=("speech",)),
@@ -45,6 +46,12 @@ Call = Callable[[Node, str, list], Any]  # (node, "process" or "finish", argumen
 def nodes(options: AnalyzeOptions) -> list[Node]:
     """The graph's nodes that run under `options`."""
     return [n for n in GRAPH if not n.optional or getattr(options, n.config).enabled]
+
+
+def reads_frames(options: AnalyzeOptions) -> bool:
+    """Whether any stage reads the pictures: only visual does (grounding and the sinks take its output, the
+    latency budget only thins frames for it). Without it the reader leaves video undecoded (`decode_video`)."""
+    return options.stages.visual
 
 
 def node_config(node: Node, options: AnalyzeOptions):

@@ -60,7 +60,8 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     sink = Sink(spec.name, webhook=options.webhook)
     reader = SegmentReader(spec, spec.name, sample_fps=options.sample_fps, max_side=options.max_side,
                            duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,
-                           open_timeout_s=options.open_timeout_s, record=options.record).start()
+                           open_timeout_s=options.open_timeout_s, record=options.record,
+                           decode_video=graph.reads_frames(options)).start()
 
     clock = graph.StageClock().start(stages)
 

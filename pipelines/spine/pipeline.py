@@ -61,7 +61,7 @@ class Pipeline:
                                          options.max_side, options.duration_s, options.reconnect,
                                          options.watchdog_s, options.open_timeout_s, budget=options.budget,
                                          record=options.record, job_id=job_id, db_path=db_path,
-                                         webhook=options.webhook)
+                                         webhook=options.webhook, decode_video=graph.reads_frames(options))
         self.sink = self.ingest  # one process per stream: the ingest actor holds the sink
         try:  # the stream's stages are built (and a host's models loaded) before the first second
             ray.get([self.actors[n].open.remote(self.stream, c) for n, c in self.configs.items()]

@@ -1,4 +1,8 @@
-"""Sound: AudioSet tags, log-mel statistics and the audio feature vector of each second."""
+"""Sound: AudioSet tags, log-mel statistics and the audio feature vector of each second.
+
+The vector's speech-activity part is the speech stage's VAD window probabilities (the graph hands the speech
+node's output to this one), so Silero runs once per second, not twice.
+"""
 
 from __future__ import annotations
 
@@ -15,18 +19,20 @@ class AudioStage:
         from models.encoders.audio_features import AudioFeatureConfig, AudioFeatures
 
         self.config = config
-        self.features = AudioFeatures(AudioFeatureConfig(tags=config.tags, tag_top_k=TAGS_HANDED_ON["k"],
+        self.features = AudioFeatures(AudioFeatureConfig(tags=config.tags, vad=False, tag_top_k=TAGS_HANDED_ON["k"],
                                                           tag_min_prob=TAGS_HANDED_ON["min_prob"]))
 
     def reset(self) -> None:
         self.features.reset()
 
     def timings(self) -> dict[str, float]:
-        """Seconds spent so far in the tagger, the VAD and the log-mel features."""
-        return dict(self.features.timings)
+        """Seconds spent so far in the tagger and the log-mel features."""
+        return {k: v for k, v in self.features.timings.items() if k != "vad_s"}
 
-    def process(self, seg: Segment) -> dict:
-        result = self.features.analyze(seg.audio, seg.start) if seg.audio is not None else None
+    def process(self, seg: Segment, speech: dict) -> dict:
+        """One second, with the speech stage's output for the same second (its VAD window probabilities)."""
+        result = (self.features.analyze(seg.audio, seg.start, speech_probs=speech["window_probs"])
+                  if seg.audio is not None else None)
         readable = self.features.readable(result) or {}
         return {"index": seg.index, "tags": readable.get("audio_tags", {}), "level_db": readable.get("level_db"),
                 "vector": self.features.vector(result), "available": result is not None}

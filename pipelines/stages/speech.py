@@ -14,7 +14,10 @@ from pipelines.stages.config import StageConfig
 
 
 class SpeechStage:
-    """VAD on every second; Whisper on each finished speech span (cut at `max_span_s` when it runs long)."""
+    """VAD on every second; Whisper on each finished speech span (cut at `max_span_s` when it runs long).
+
+    Each second's output carries the VAD's window probabilities (`window_probs`), which the audio stage takes
+    as its speech-activity features instead of running Silero a second time on the same audio."""
 
     def __init__(self, config: StageConfig, recognizer: SpeechRecognizer | None = None):
         self.config = config
@@ -70,13 +73,14 @@ class SpeechStage:
         return [s.to_dict() for s in segs]
 
     def process(self, seg: Segment) -> dict:
-        out = {"index": seg.index, "speech_prob": 0.0, "spans": [], "transcript": []}
+        out = {"index": seg.index, "speech_prob": 0.0, "spans": [], "transcript": [], "window_probs": []}
         if seg.audio is None:
             return out
         self._keep(seg)
         t0 = time.perf_counter()
         spans, probs = self.vad.feed(seg.audio, seg.start)
         self.vad_seconds += time.perf_counter() - t0
+        out["window_probs"] = probs  # the audio stage's speech-activity features reuse them (one VAD, not two)
         out["speech_prob"] = round(max(probs), 3) if probs else 0.0
         for span in spans:
             out["spans"].append([round(span.start, 2), round(span.end, 2)])
