@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from concurrent.futures import Future
 
 import numpy as np
@@ -21,15 +23,18 @@ def segment(index: int, fps: float = 4.0) -> Segment:
 
 
 def test_thinning_keeps_the_coarser_time_grid_and_the_audio_tier_drops_frames():
-    last, kept = -1, []
+    last, kept = None, []
     for i in range(4):
         seg, last = thin_frames(segment(i), "full", 0.5, last)
         kept.append(seg.frame_times)
     assert kept == [[0.0], [], [2.0], []]
-    seg, _ = thin_frames(segment(0), "full", 2.0, -1)
+    seg, _ = thin_frames(segment(0), "full", 2.0, None)
     assert seg.frame_times == [0.0, 0.5] and len(seg.frames) == 2
-    seg, _ = thin_frames(segment(0), "speech+tags", 0.0, -1)
+    seg, _ = thin_frames(segment(0), "speech+tags", 0.0, None)
     assert seg.frames == [] and seg.audio is not None and seg.audio.size == 16000
+    # a lower rate from the next second on keeps that second's first frame (buckets compared at one rate)
+    seg, last = thin_frames(segment(0), "full", 4.0, None)
+    assert last == 0.75 and thin_frames(segment(1), "full", 1.0, last)[0].frame_times == [1.0]
 
 
 def test_busy_second_reads_speech_or_people():
@@ -47,7 +52,8 @@ class Scripted:
     def __init__(self):
         self.observed = []
 
-    def decide(self, index):
+    def decide(self, index, floor=0):
+        assert floor == 0  # no drops in these tests
         return Action("full", 1.0) if index % 2 == 0 else Action("speech+tags", 0.0)
 
     def observe(self, index, latency_s, busy, load=None):
@@ -75,6 +81,38 @@ def test_hook_applies_decisions_and_feeds_back_latency_from_completion_callbacks
     state = stats.to_dict()["degradation"]
     assert state["level"] == "frame_rate" and state["fps"] == 1.0
     assert state["seconds"] == {"full": 0, "frame_rate": 2, "speech+tags": 1} == summary["seconds_by_level"]
+
+
+def test_dropped_seconds_degrade_in_the_stated_order_before_the_learner_reacts_and_calm_restores():
+    """Under a sudden overload the reader drops seconds before the learner has observed any: each new drop
+    lowers the mildest action allowed one step (frame rate, then the visual stage); calm seconds undo it."""
+    from models.cmdp.controller import BudgetConfig, BudgetController
+    from pipelines.spine.budget import RELAX_AFTER
+
+    stats = IngestStats()
+    ctl = BudgetController(BudgetConfig(latency_budget_s=1.0, max_fps=2.0))
+    hook = BudgetHook(LatencyBudget(latency_s=1.0), sample_fps=2.0, controller=ctl, stats=stats)
+    assert len(hook.apply(segment(0, fps=2.0)).frames) == 2  # nothing dropped: the fresh learner's full rate
+    levels = []
+    for i in range(1, 5):
+        stats.segments_dropped += 3  # the reader dropped seconds since the last one was dispatched
+        seg = hook.apply(segment(i, fps=2.0))
+        levels.append((stats.to_dict()["degradation"]["level"], stats.degradation["fps"], len(seg.frames)))
+    assert levels == [("frame_rate", 1.0, 1), ("frame_rate", 0.5, 1), ("speech+tags", 0.0, 0),
+                      ("speech+tags", 0.0, 0)]
+    assert stats.degradation["raised_by_drops"] == 3 and hook.summary()["raised_by_drops"] == 3
+    assert ctl.pending[4][1] == 3  # the learner is told the action that was applied, not the one it proposed
+    # Calm: seconds observed within budget and no new drop step the floor back down, one step at a time.
+    for i in range(5, 5 + RELAX_AFTER):
+        seg = hook.apply(dataclasses.replace(segment(i, fps=2.0), emitted_wall=time.time()))
+        f = Future()
+        hook.track(seg, f)
+        f.set_result(Second(index=i))
+    seg = hook.apply(segment(20, fps=2.0))
+    assert hook.floor == 2
+    stats.segments_dropped += 1  # a new drop raises it again at once
+    hook.apply(segment(21, fps=2.0))
+    assert hook.floor == 3
 
 
 def test_levels_follow_the_stated_order():

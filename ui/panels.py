@@ -35,7 +35,8 @@ def degradation_line(state: dict) -> str:
            "speech+tags": "visual stage off (speech and sound tags only)"}.get(state.get("level"), state.get("level"))
     seconds = state.get("seconds") or {}
     spent = ", ".join(f"{k} {v} s" for k, v in seconds.items() if v)
-    return f"latency budget: {now} now ({spent}; order: {state.get('order', '')})"
+    forced = f"; dropped seconds lowered it {state['raised_by_drops']} times" if state.get("raised_by_drops") else ""
+    return f"latency budget: {now} now ({spent}; order: {state.get('order', '')}{forced})"
 
 
 def health_panel(health: dict) -> None:

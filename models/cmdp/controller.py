@@ -76,13 +76,15 @@ class BudgetController:
         self.window: list[tuple[int, int, float, float, int]] = []
         self.history: deque[dict] = deque(maxlen=3600)  # the last hour of decisions, for inspection
 
-    def decide(self, index: int) -> Action:
+    def decide(self, index: int, floor: int = 0) -> Action:
+        """The action for second `index`; `floor` (an index into `actions`, mildest first) is the mildest one
+        allowed, set by the caller after dropped seconds. What is applied is what the learner is told."""
         if self.policy is None or self.step >= self.model.horizon:
             start = np.zeros(self.model.n_states)
             start[self.state] = 1.0
             policies = self.learner.plan(start)
             self.policy, self.step = policies[self.rng.integers(len(policies))], 0
-        a = int(self.policy[self.step, self.state])
+        a = max(int(self.policy[self.step, self.state]), min(floor, len(self.actions) - 1))
         self.step += 1
         self.pending[index] = (self.state, a)
         return self.actions[a]
