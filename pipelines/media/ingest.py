@@ -291,11 +291,11 @@ class SegmentReader:
             item = next(items, _END)
             t1 = time.perf_counter()
             self.timings["decode_s"] += t1 - t0  # demux, decode, sampled RGB, audio resampling (and network waits)
+            self.stats.frames_decoded = base + decoder.frames_decoded  # live count for progress and health (also
+            self.stats.frames_skipped = skipped + decoder.frames_skipped  # the frames after the last sampled one)
             if item is _END:
                 return
             self._delivered = True
-            self.stats.frames_decoded = base + decoder.frames_decoded  # live count for progress and health
-            self.stats.frames_skipped = skipped + decoder.frames_skipped
             if self._stop.is_set():
                 return
             done = list(seg.push(item))
