@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from training.corpus.compose_v3 import assign_sources, compose_clip, split_violations
@@ -91,6 +92,16 @@ def test_every_class_with_two_recordings_is_trained_and_tested():
     assert untestable(splits) == [] and splits["Chainsaw"] == Counter({"train": 1})
     assert all(n["train"] >= 1 and n["test"] == 1 for c, n in splits.items() if c != "Chainsaw")
     assert untestable({"Banjo": Counter({"val": 1, "test": 1})}) == ["Banjo"]
+
+
+def test_take_overlap_finds_a_shared_take():
+    from training.corpus.coverage_v3 import take_overlap
+
+    rng = np.random.default_rng(0)
+    take = rng.standard_normal(32_000).astype(np.float32)
+    longer = np.concatenate([rng.standard_normal(8_000), 0.5 * take, rng.standard_normal(4_000)]).astype(np.float32)
+    assert take_overlap(take[4_000:20_000], longer) > 0.99  # a cut of the take, inside another file, at half gain
+    assert take_overlap(rng.standard_normal(16_000), longer) < 0.1
 
 
 def test_inventory_verdicts_are_current_and_split_is_sound():

@@ -1,18 +1,23 @@
 """Corpus v3 coverage: how many kept recordings each LLP class has and which split `assign_sources` gives them,
 without composing or encoding a clip (seconds, not the 35-minute build).
 
-    python -m training.corpus.coverage_v3 [--seed 0]
+    python -m training.corpus.coverage_v3 [--seed 0] [--takes]
 
 reads the YAMNet verdicts (`docs/results/corpus_v3_label_check.json`, written by `label_check.check_recordings`
 when the inventory changed), keeps what the check keeps, and prints one row per class with recordings: kept
 files (weak ones counted in brackets), their distinct source packages, and train / val / test counts; then the
 backgrounds and distractors, and the classes a recording never trained on can test (>= 2 kept recordings).
+`--takes` adds, for every pair of kept recordings of one class, how alike their waveforms are (`take_overlap`):
+two packages that ship cuts of one take would score near 1 and must not count as two recordings.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 from collections import Counter, defaultdict
+
+import numpy as np
 
 from models.prefm.labels import LLP_CLASSES
 from training.corpus.compose_v3 import CLIP_SPLITS, LABEL_CHECK, SourcePools, assign_sources
@@ -33,7 +38,37 @@ def untestable(splits: dict[str, Counter]) -> list[str]:
     return sorted(c for c, n in splits.items() if sum(n.values()) >= 2 and not (n["train"] and n["test"]))
 
 
-def report(seed: int = 0) -> str:
+def take_overlap(a: np.ndarray, b: np.ndarray, max_s: float = 8.0, rate: int = 16_000) -> float:
+    """Highest normalised cross-correlation of the shorter wave's first `max_s` seconds against every stretch of
+    the longer one (both at `rate`): about 1 when one contains the other, near 0 for unrelated recordings
+    (sustained tones of one pitch also score high, so a high value asks for a listen, not a verdict)."""
+    a, b = (a, b) if a.size <= b.size else (b, a)
+    a, b = a[: int(max_s * rate)].astype(np.float64), b[: int(30 * rate)].astype(np.float64)
+    if a.size < 2 or not np.any(a):
+        return 0.0
+    n = 1 << int(np.ceil(np.log2(a.size + b.size)))
+    xc = np.fft.irfft(np.fft.rfft(b, n) * np.conj(np.fft.rfft(a, n)), n)[: b.size - a.size + 1]
+    energy = np.concatenate([[0.0], np.cumsum(b**2)])
+    window = np.sqrt(np.maximum(energy[a.size:] - energy[: -a.size], 1e-12))[: xc.size]
+    return float(np.max(np.abs(xc) / (np.linalg.norm(a) * window + 1e-9)))
+
+
+def takes_report(kept: list[Recording]) -> list[str]:
+    from training.corpus.real_sources import load_recording
+
+    by_class: dict[str, list[Recording]] = defaultdict(list)
+    for r in kept:
+        if r.role == "event" and r.llp and r.llp != "Speech":
+            by_class[r.llp].append(r)
+    lines = ["", "| class | recording | recording | take overlap |", "| --- | --- | --- | --- |"]
+    for llp, recs in sorted(by_class.items()):
+        for a, b in itertools.combinations(recs, 2):
+            v = take_overlap(load_recording(a.locator), load_recording(b.locator))
+            lines.append(f"| {llp} | {a.key} | {b.key} | {v:.2f} |")
+    return lines
+
+
+def report(seed: int = 0, takes: bool = False) -> str:
     import json
 
     from training.corpus.compose_v3 import _unique_photos
@@ -65,13 +100,15 @@ def report(seed: int = 0) -> str:
               f"one recording only: {', '.join(sorted(c for c, n in splits.items() if sum(n.values()) == 1))}",
               f"no recording: {', '.join(missing)}",
               f"classes with >= 2 recordings but no train or no test recording: {untestable(splits) or 'none'}"]
-    return "\n".join(lines)
+    return "\n".join(lines + (takes_report(kept) if takes else []))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=0)
-    print(report(ap.parse_args().seed))
+    ap.add_argument("--takes", action="store_true", help="also compare the waveforms of same-class recordings")
+    args = ap.parse_args()
+    print(report(args.seed, args.takes))
 
 
 if __name__ == "__main__":
