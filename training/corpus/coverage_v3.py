@@ -1,14 +1,16 @@
 """Corpus v3 coverage: how many kept recordings each LLP class has and which split `assign_sources` gives them,
 without composing or encoding a clip (seconds, not the 35-minute build).
 
-    python -m training.corpus.coverage_v3 [--seed 0] [--takes]
+    python -m training.corpus.coverage_v3 [--seed 0] [--takes | --takes-all] [--against OLD_VERDICTS.json]
 
 reads the YAMNet verdicts (`docs/results/corpus_v3_label_check.json`, written by `label_check.check_recordings`
 when the inventory changed), keeps what the check keeps, and prints one row per class with recordings: kept
 files (weak ones counted in brackets), their distinct source packages, and train / val / test counts; then the
 backgrounds and distractors, and the classes a recording never trained on can test (>= 2 kept recordings).
 `--takes` adds, for every pair of kept recordings of one class, how alike their waveforms are (`take_overlap`):
-two packages that ship cuts of one take would score near 1 and must not count as two recordings.
+two packages that ship cuts of one take would score near 1 and must not count as two recordings (`--takes-all`
+compares dropped files too). `--against` names an earlier verdicts file (e.g. from `git show`) and lists the files
+whose split differs between that file's kept set and today's.
 """
 
 from __future__ import annotations
@@ -53,11 +55,11 @@ def take_overlap(a: np.ndarray, b: np.ndarray, max_s: float = 8.0, rate: int = 1
     return float(np.max(np.abs(xc) / (np.linalg.norm(a) * window + 1e-9)))
 
 
-def takes_report(kept: list[Recording]) -> list[str]:
+def takes_report(recs: list[Recording]) -> list[str]:
     from training.corpus.real_sources import load_recording
 
     by_class: dict[str, list[Recording]] = defaultdict(list)
-    for r in kept:
+    for r in recs:
         if r.role == "event" and r.llp and r.llp != "Speech":
             by_class[r.llp].append(r)
     lines = ["", "| class | recording | recording | take overlap |", "| --- | --- | --- | --- |"]
@@ -68,7 +70,18 @@ def takes_report(kept: list[Recording]) -> list[str]:
     return lines
 
 
-def report(seed: int = 0, takes: bool = False) -> str:
+def moved(old_rows: list[dict], rows: list[dict], recs: list[Recording], photos: list, seed: int) -> list[str]:
+    """Files kept by both verdict sets whose seed split differs between the two inventories."""
+    from training.corpus.label_check import kept_keys
+
+    old_keys = {r["key"] for r in old_rows}
+    before = assign_sources([r for r in recs if r.key in kept_keys(old_rows) and r.key in old_keys], photos, seed)
+    after = assign_sources([r for r in recs if r.key in kept_keys(rows)], photos, seed)
+    return [f"{k}: {s} -> {after.split_of[k]}" for k, s in sorted(before.split_of.items())
+            if k in after.split_of and after.split_of[k] != s]
+
+
+def report(seed: int = 0, takes: str = "", against: str = "") -> str:
     import json
 
     from training.corpus.compose_v3 import _unique_photos
@@ -81,7 +94,8 @@ def report(seed: int = 0, takes: bool = False) -> str:
         raise SystemExit(f"{LABEL_CHECK} is stale: rerun label_check.check_recordings first")
     weak = {r["key"] for r in rows if r["status"] == "weak"}
     kept = [r for r in recs if r.key in kept_keys(rows)]
-    pools = assign_sources(kept, _unique_photos(all_photos()), seed)
+    photos = _unique_photos(all_photos())
+    pools = assign_sources(kept, photos, seed)
     splits = class_splits(kept, pools)
     lines = ["| LLP class (audio) | kept (weak) | packages | train | val | test |", "| --- | --- | --- | --- | --- | --- |"]
     for llp in sorted(splits, key=lambda c: (-sum(splits[c].values()), c)):
@@ -100,15 +114,24 @@ def report(seed: int = 0, takes: bool = False) -> str:
               f"one recording only: {', '.join(sorted(c for c, n in splits.items() if sum(n.values()) == 1))}",
               f"no recording: {', '.join(missing)}",
               f"classes with >= 2 recordings but no train or no test recording: {untestable(splits) or 'none'}"]
-    return "\n".join(lines + (takes_report(kept) if takes else []))
+    if against:
+        changed = moved(json.loads(open(against).read())["recordings"], rows, recs, photos, seed)
+        lines += ["", f"files kept in both {against} and now whose split changed: {len(changed)}", *changed]
+    if takes:
+        lines += takes_report(kept if takes == "kept" else recs)
+    return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--takes", action="store_true", help="also compare the waveforms of same-class recordings")
+    ap.add_argument("--takes", action="store_const", const="kept", default="",
+                    help="also compare the waveforms of same-class kept recordings")
+    ap.add_argument("--takes-all", dest="takes", action="store_const", const="all",
+                    help="the same over every event recording, dropped ones included")
+    ap.add_argument("--against", default="", help="an earlier verdicts file: list files whose split changed")
     args = ap.parse_args()
-    print(report(args.seed, args.takes))
+    print(report(args.seed, args.takes, args.against))
 
 
 if __name__ == "__main__":
