@@ -5,7 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
+# Corpus v3's recordings: sound-theme-freedesktop, gcompris-qt-data, tuxpaint-stamps-default, openttd-opensfx,
+# fluidr3mono-gm-soundfont, tuxtype-data, tuxfootball, heroes-sound-effects (training/corpus/real_sources.py).
 APT_PACKAGES=(ffmpeg espeak-ng sox sound-theme-freedesktop gcompris-qt-data tuxpaint-stamps-default rtsp-server-perl chromium
+              openttd-opensfx fluidr3mono-gm-soundfont tuxtype-data tuxfootball heroes-sound-effects
               python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good
               gstreamer1.0-plugins-bad)
 missing=()

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from training.corpus.compose_v3 import assign_sources, compose_clip, split_violations
@@ -65,11 +66,56 @@ def test_built_corpus_is_clean():
 
 
 def test_only_the_listed_sources_can_be_read():
-    from training.corpus.real_sources import _check_allowed, all_recordings
+    from training.corpus.real_sources import ALLOWED_ROOTS, _check_allowed, all_recordings
 
     for rec in all_recordings():
         _check_allowed(rec.locator)  # every inventoried recording lies under a listed source
+    for root in ALLOWED_ROOTS:  # the game sound sets and the SoundFont too, however their files are addressed
+        _check_allowed(str(root / "x.wav"))
+        _check_allowed(f"cat:{root / 'x.cat'}:3")
+        _check_allowed(f"sf:{root / 'x.sf3'}:0/21")
     for outside in ("/usr/share/sounds/other-theme/bell.wav", "/tmp/clip.wav", "rcc:/tmp/x.rcc:a.ogg",
-                    "/usr/share/tuxpaint/stamps/../../sounds/x.ogg"):
+                    "/usr/share/tuxpaint/stamps/../../sounds/x.ogg", "cat:/tmp/opensfx.cat:0",
+                    "sf:/usr/share/sounds/sf3/Other.sf3:0/21", "sf:/usr/share/sounds/sf2/TimGM6mb.sf2:0/21",
+                    "/usr/share/sounds/alsa/Front_Center.wav", "/usr/share/tuxtype/sounds/../../lmms/x.ogg",
+                    "/usr/share/games/heroes/sfx/../../../asterisk/sounds/en/hello.gsm",
+                    "/usr/share/fluidr3mono-gm-soundfont-other/x.sf3"):
         with pytest.raises(ValueError, match="must never be read"):
             _check_allowed(outside)
+
+
+def test_every_class_with_two_recordings_is_trained_and_tested():
+    from training.corpus.coverage_v3 import class_splits, untestable
+
+    recs = _fake({"Helicopter": 2, "Cheering": 4, "Chainsaw": 1, "Accordion": 3})
+    splits = class_splits(recs, assign_sources(recs, [], seed=0))
+    assert untestable(splits) == [] and splits["Chainsaw"] == Counter({"train": 1})
+    assert all(n["train"] >= 1 and n["test"] == 1 for c, n in splits.items() if c != "Chainsaw")
+    assert untestable({"Banjo": Counter({"val": 1, "test": 1})}) == ["Banjo"]
+
+
+def test_take_overlap_finds_a_shared_take():
+    from training.corpus.coverage_v3 import take_overlap
+
+    rng = np.random.default_rng(0)
+    take = rng.standard_normal(32_000).astype(np.float32)
+    longer = np.concatenate([rng.standard_normal(8_000), 0.5 * take, rng.standard_normal(4_000)]).astype(np.float32)
+    assert take_overlap(take[4_000:20_000], longer) > 0.99  # a cut of the take, inside another file, at half gain
+    assert take_overlap(rng.standard_normal(16_000), longer) < 0.1
+
+
+def test_inventory_verdicts_are_current_and_split_is_sound():
+    """The committed YAMNet verdicts cover today's inventory, and the seed-0 split trains and tests every class
+    that has two kept recordings (only where every source package is installed, as on a bootstrapped machine)."""
+    from training.corpus.compose_v3 import LABEL_CHECK
+    from training.corpus.coverage_v3 import class_splits, untestable
+    from training.corpus.label_check import kept_keys
+    from training.corpus.real_sources import ALLOWED_ROOTS
+
+    if not all(p.is_dir() for p in ALLOWED_ROOTS):
+        pytest.skip("corpus v3 source packages not installed (scripts/bootstrap.sh)")
+    rows = json.loads(LABEL_CHECK.read_text())["recordings"]
+    recs = all_recordings()
+    assert [r["key"] for r in rows] == [r.key for r in recs], "rerun label_check.check_recordings"
+    kept = [r for r in recs if r.key in kept_keys(rows)]
+    assert untestable(class_splits(kept, assign_sources(kept, [], seed=0))) == []

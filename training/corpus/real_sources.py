@@ -11,7 +11,9 @@ Sources (licences: `docs/corpus.md`):
 - `tuxpaint-stamps-default`: `/usr/share/tuxpaint/stamps/**` sounds (`<stamp>.ogg`: the thing itself;
   `<stamp>_desc[_<lang>].ogg`: a recorded human voice describing it, hence Speech) and photos (`.png`);
 - `sound-theme-freedesktop`: `/usr/share/sounds/freedesktop/stereo/*.oga`;
-- scikit-image's sample photos (`chelsea` the cat, `motorcycle_left/right`).
+- scikit-image's sample photos (`chelsea` the cat, `motorcycle_left/right`);
+- game sound sets and a SoundFont (`openttd-opensfx`, `fluidr3mono-gm-soundfont`, `tuxtype-data`, `tuxfootball`,
+  `heroes-sound-effects`): inventoried in `training.corpus.extra_sources`, read through the guard below.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ import numpy as np
 GCOMPRIS_RCC = Path("/usr/share/gcompris-qt/rcc")
 TUXPAINT_STAMPS = Path("/usr/share/tuxpaint/stamps")
 FREEDESKTOP = Path("/usr/share/sounds/freedesktop/stereo")
-ALLOWED_ROOTS = (GCOMPRIS_RCC, TUXPAINT_STAMPS, FREEDESKTOP)  # plus scikit-image's bundled photos by name
+OPENSFX_CAT = Path("/usr/share/games/openttd/baseset/opensfx/opensfx.cat")
+FLUIDR3_SF3 = Path("/usr/share/fluidr3mono-gm-soundfont/FluidR3Mono_GM.sf3")  # the real file, not the sf3/ link
+TUXTYPE_SOUNDS = Path("/usr/share/tuxtype/sounds")
+TUXFOOTBALL_SOUNDS = Path("/usr/share/games/tuxfootball/sound")
+HEROES_SFX = Path("/usr/share/games/heroes/sfx")
+ALLOWED_ROOTS = (GCOMPRIS_RCC, TUXPAINT_STAMPS, FREEDESKTOP, OPENSFX_CAT.parent, FLUIDR3_SF3.parent, TUXTYPE_SOUNDS,
+                 TUXFOOTBALL_SOUNDS, HEROES_SFX)  # plus scikit-image's bundled photos by name
+CONTAINERS = ("rcc:", "cat:", "sf:")  # "<kind>:<container file>:<member>" locators
 ROLES = ("event", "background", "distractor")
 MIN_PHOTO_SIDE = 200
 
@@ -38,7 +47,7 @@ class Recording:
 
     key: str
     source: str
-    locator: str  # a filesystem path, or "rcc:<bundle path>:<resource path>"
+    locator: str  # a filesystem path, or "rcc:<bundle>:<resource>", "cat:<catalogue>:<index>", "sf:<bank>:<b>/<p>"
     llp: str | None
     role: str
 
@@ -115,7 +124,7 @@ def _check_allowed(locator: str) -> None:
     """Refuse anything outside the listed sources, so no other package can reach a training corpus."""
     if locator.startswith("skimage:"):
         return
-    path = Path(locator.split(":", 2)[1] if locator.startswith("rcc:") else locator).resolve()
+    path = Path(locator.split(":", 2)[1] if locator.startswith(CONTAINERS) else locator).resolve()
     if not any(path.is_relative_to(root) for root in ALLOWED_ROOTS):
         raise ValueError(f"{locator} is not one of corpus v3's sources and must never be read for training")
 
@@ -175,7 +184,9 @@ def freedesktop_recordings() -> list[Recording]:
 
 
 def all_recordings(max_voices: int = 160) -> list[Recording]:
-    recs = gcompris_recordings() + tuxpaint_recordings(max_voices) + freedesktop_recordings()
+    from training.corpus.extra_sources import extra_recordings
+
+    recs = gcompris_recordings() + tuxpaint_recordings(max_voices) + freedesktop_recordings() + extra_recordings()
     for r in recs:
         _check_allowed(r.locator)
     keys = [r.key for r in recs]
@@ -220,13 +231,23 @@ def load_recording(locator: str, rate: int = 16_000) -> np.ndarray:
     from training.media.synth import load_audio
 
     _check_allowed(locator)
+    if locator.startswith(("cat:", "sf:")):
+        from training.corpus.extra_sources import load_member
+
+        return load_member(locator, rate)
     if not locator.startswith("rcc:"):
         return load_audio(locator, rate)
+    return decode_bytes(_bytes(locator), Path(locator).suffix, rate)
+
+
+def decode_bytes(data: bytes, suffix: str, rate: int = 16_000) -> np.ndarray:
+    """Float32 mono samples at `rate` of an encoded sound held in memory (`suffix` names its format)."""
     import tempfile
 
-    suffix = Path(locator).suffix
+    from training.media.synth import load_audio
+
     with tempfile.NamedTemporaryFile(suffix=suffix) as fh:
-        fh.write(_bytes(locator))
+        fh.write(data)
         fh.flush()
         return load_audio(fh.name, rate)
 
