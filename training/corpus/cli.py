@@ -29,9 +29,10 @@ def build_main(argv: list[str] | None = None) -> int:
                    help="share of scripted clips (phone call, alarm, conversation, showcase), e.g. 0.7; "
                         "0 = the v1 corpus of independently placed sources")
     p.add_argument("--asr", default="tiny.en", help="speech recognizer spec (models.audio.asr.make_recognizer)")
-    p.add_argument("--version", type=int, choices=(1, 2, 3), default=None,
+    p.add_argument("--version", type=int, choices=(1, 2, 3, 4), default=None,
                    help="3 = real recordings and photos from packages, split by source file (training/corpus/"
-                        "compose_v3.py), with YAMNet teacher features; default: v1/v2 as --scripts says")
+                        "compose_v3.py), with YAMNet teacher features; 4 = the same over the second source round "
+                        "too (docs/corpus.md); default: v1/v2 as --scripts says")
     p.add_argument("--no-features", action="store_true", help="compose only, do not run the encoders")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
@@ -43,10 +44,10 @@ def build_main(argv: list[str] | None = None) -> int:
         if a.clips < 2:
             raise ValueError("--clips must be at least 2")
         t0 = time.time()
-        if a.version == 3:
+        if a.version in (3, 4):
             from training.corpus.compose_v3 import compose_corpus_v3
 
-            truths = compose_corpus_v3(a.out, a.clips, a.seed, progress=not a.quiet)
+            truths = compose_corpus_v3(a.out, a.clips, a.seed, progress=not a.quiet, version=a.version)
         else:
             truths = compose_corpus(a.out, a.clips, a.seed, a.min_seconds, a.max_seconds, progress=not a.quiet,
                                     scripts=a.scripts)
@@ -56,7 +57,7 @@ def build_main(argv: list[str] | None = None) -> int:
             t1 = time.time()
             lengths = encode_corpus(a.out, asr=a.asr or None, progress=not a.quiet)
             print(f"encoded {len(lengths)} clips ({sum(lengths.values())} s) in {time.time() - t1:.0f} s")
-            if a.version == 3:
+            if a.version in (3, 4):
                 from training.corpus.teacher import write_teachers
 
                 write_teachers(a.out, lengths, progress=not a.quiet)

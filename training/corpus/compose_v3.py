@@ -226,8 +226,12 @@ def render(path: Path, truth: ClipTruth, track: np.ndarray, locators: dict[str, 
     return write_clip(path, ClipSpec(float(truth.duration), float(truth.fps), WIDTH, HEIGHT, frame, track))
 
 
-def compose_corpus_v3(root: str | Path, n_clips: int, seed: int = 0, progress: bool = True) -> list[ClipTruth]:
-    """Write clips, truth (with each clip's source files), labels and split files; existing clips are kept."""
+def compose_corpus_v3(root: str | Path, n_clips: int, seed: int = 0, progress: bool = True,
+                      version: int = 3) -> list[ClipTruth]:
+    """Write clips, truth (with each clip's source files), labels and split files; existing clips are kept.
+
+    Version 3 draws from the first source round, version 4 from every inventoried source (the second round grew
+    the per-class groups, which moves some first-round files to another split: a new corpus, not a v3 rebuild)."""
     from tqdm import tqdm
 
     from training.corpus.label_check import check_recordings, kept_keys
@@ -236,12 +240,13 @@ def compose_corpus_v3(root: str | Path, n_clips: int, seed: int = 0, progress: b
     root = Path(root)
     verdicts = check_recordings(LABEL_CHECK, progress)
     keep = kept_keys(verdicts)
-    pools = assign_sources([r for r in all_recordings() if r.key in keep], _unique_photos(all_photos()), seed)
+    inventory = all_recordings(extra=version >= 4)
+    pools = assign_sources([r for r in inventory if r.key in keep], _unique_photos(all_photos()), seed)
     (root).mkdir(parents=True, exist_ok=True)
     (root / "sources.json").write_text(json.dumps(pools.split_of, indent=1, sort_keys=True))
     truths = []
     for i, split in enumerate(tqdm(clip_splits(n_clips, seed), desc="compose v3", disable=not progress)):
-        cid = f"v3clip{i:04d}"
+        cid = f"v{version}clip{i:04d}"
         truth, track, extra = compose_clip(cid, split, pools, seed, i)
         record = {**truth.to_dict(), "sources": json.loads(extra.pop("sources")), "photos": extra}
         video, truth_path = root / "clips" / f"{cid}.mp4", root / "truth" / f"{cid}.json"
@@ -252,7 +257,7 @@ def compose_corpus_v3(root: str | Path, n_clips: int, seed: int = 0, progress: b
         write_labels(root, truth)
         truths.append(truth)
     write_split_files(root, truths)
-    (root / "corpus.json").write_text(json.dumps({"version": 3, "seed": seed, "clips": n_clips, "splits": {
+    (root / "corpus.json").write_text(json.dumps({"version": version, "seed": seed, "clips": n_clips, "splits": {
         s: sum(t.split == s for t in truths) for s in CLIP_SPLITS}}, indent=1))
     return truths
 

@@ -81,7 +81,7 @@ def moved(old_rows: list[dict], rows: list[dict], recs: list[Recording], photos:
             if k in after.split_of and after.split_of[k] != s]
 
 
-def report(seed: int = 0, takes: str = "", against: str = "") -> str:
+def report(seed: int = 0, takes: str = "", against: str = "", version: int = 4) -> str:
     import json
 
     from training.corpus.compose_v3 import _unique_photos
@@ -89,9 +89,9 @@ def report(seed: int = 0, takes: str = "", against: str = "") -> str:
     from training.corpus.real_sources import all_photos, all_recordings
 
     rows = json.loads(LABEL_CHECK.read_text())["recordings"]
-    recs = all_recordings()
-    if [r["key"] for r in rows] != [r.key for r in recs]:
+    if [r["key"] for r in rows] != [r.key for r in all_recordings()]:
         raise SystemExit(f"{LABEL_CHECK} is stale: rerun label_check.check_recordings first")
+    recs = all_recordings(extra=version >= 4)
     weak = {r["key"] for r in rows if r["status"] == "weak"}
     kept = [r for r in recs if r.key in kept_keys(rows)]
     photos = _unique_photos(all_photos())
@@ -130,8 +130,10 @@ def main() -> None:
     ap.add_argument("--takes-all", dest="takes", action="store_const", const="all",
                     help="the same over every event recording, dropped ones included")
     ap.add_argument("--against", default="", help="an earlier verdicts file: list files whose split changed")
+    ap.add_argument("--version", type=int, choices=(3, 4), default=4,
+                    help="the corpus whose inventory to report: 3 (first source round) or 4 (both rounds)")
     args = ap.parse_args()
-    print(report(args.seed, args.takes, args.against))
+    print(report(args.seed, args.takes, args.against, args.version))
 
 
 if __name__ == "__main__":
