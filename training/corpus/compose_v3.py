@@ -245,7 +245,7 @@ def compose_corpus_v3(root: str | Path, n_clips: int, seed: int = 0, progress: b
     (root).mkdir(parents=True, exist_ok=True)
     (root / "sources.json").write_text(json.dumps(pools.split_of, indent=1, sort_keys=True))
     truths = []
-    for i, split in enumerate(tqdm(clip_splits(n_clips, seed), desc="compose v3", disable=not progress)):
+    for i, split in enumerate(tqdm(clip_splits(n_clips, seed), desc=f"compose v{version}", disable=not progress)):
         cid = f"v{version}clip{i:04d}"
         truth, track, extra = compose_clip(cid, split, pools, seed, i)
         record = {**truth.to_dict(), "sources": json.loads(extra.pop("sources")), "photos": extra}
