@@ -84,14 +84,17 @@ def spans_of(seconds: Iterable[int], gap: int | None = None, min_len: int | None
     return [(float(s), float(e)) for s, e in runs if e - s >= min_len]
 
 
-def build_queries(clips: dict[str, ClipFeatures], held_out: Iterable[str]) -> list[MomentRecord]:
-    """One positive per (train clip, modality, name) that follows the rule, worded later by the sampler."""
+def build_queries(clips: dict[str, ClipFeatures], held_out: Iterable[str], audio_confidence: float | None = None
+                  ) -> list[MomentRecord]:
+    """One positive per (train clip, modality, name) that follows the rule, worded later by the sampler
+    (`audio_confidence` replaces `MIN_CONFIDENCE["audio"]`)."""
     held_out = tuple(held_out)
+    floor = {**MIN_CONFIDENCE, **({} if audio_confidence is None else {"audio": audio_confidence})}
     out = []
     for vid in sorted(clips):
         clip = clips[vid]
         for m in MODALITIES:
-            for name, secs in sorted(firing_seconds(clip, m, MIN_CONFIDENCE[m]).items()):
+            for name, secs in sorted(firing_seconds(clip, m, floor[m]).items()):
                 spans = spans_of(secs)
                 if excluded(name, held_out) or len(spans) != 1 or spans[0][1] - spans[0][0] > MAX_COVER * clip.num_seconds:
                     continue
@@ -104,12 +107,12 @@ class TaggerQueries:
     """The pool of tagger queries over the train clips and the negatives each may draw."""
 
     def __init__(self, clips: dict[str, ClipFeatures], held_out: Iterable[str],
-                 encode: Callable[[list[str]], np.ndarray], present: dict[tuple[str, str], set[str]] | None = None
-                 ) -> None:
+                 encode: Callable[[list[str]], np.ndarray], present: dict[tuple[str, str], set[str]] | None = None,
+                 audio_confidence: float | None = None) -> None:
         """`encode`: texts -> L2-normalised vectors (the query encoder); `present`: (vid, modality) -> the clip's
         ground-truth classes (LLP names), which a negative may not name."""
         self.held_out = tuple(held_out)
-        self.pool = build_queries(clips, self.held_out)
+        self.pool = build_queries(clips, self.held_out, audio_confidence)
         self.vocab = {m: sorted({r.extra["category"] for r in self.pool if r.extra["modality"] == m}) for m in MODALITIES}
         self.absent: dict[tuple[str, str], list[str]] = {}
         truth = present or {}
@@ -131,7 +134,7 @@ class TaggerQueries:
             by_name[(r.extra["modality"], r.extra["category"])].append(r)
         keys = sorted(by_name)
         out = []
-        for k in range(min(n, len(self.pool))):
+        for k in range(n if self.pool else 0):
             r = rng.choice(by_name[rng.choice(keys)])
             m = r.extra["modality"]
             out.append(MomentRecord(f"{r.qid}-{tag}-{k}", rng.choice(templates[m]).format(x=r.query), r.vid,
