@@ -114,12 +114,13 @@ def stamp(data: OpenVocabData) -> dict:
 
 
 def train_one(data: OpenVocabData, out: Path, seed: int, epochs: int, equal: bool, dims: dict[str, int],
-              raw_dropout: float = 0.0, query_dropout: float = 0.0) -> Grounder:
+              raw_dropout: float = 0.0, query_dropout: float = 0.0, tagger_per_epoch: int = 0,
+              tagger_audio_confidence: float | None = None) -> Grounder:
     """Train one model, calibrate its threshold on val and save it with the threshold in its config."""
     config = TriSenseConfig(visual_dim=dims["visual"], audio_dim=dims["audio"], speech_dim=dims["speech"],
                             evidence_dim=EVIDENCE_DIM, fixed_modality_weights=equal, raw_dropout=raw_dropout,
                             query_dropout=query_dropout)
-    sampler = data.sampler()
+    sampler = data.sampler(tagger_per_epoch=tagger_per_epoch, tagger_audio_confidence=tagger_audio_confidence)
     tc = TrainConfig(epochs=epochs, batch_size=32, lr=1e-3, seed=seed, progress=False)
     first = sampler(-1, random.Random(seed))
     model, info = train(config, first, data.features, out, tc, meta={"corpus": stamp(data)}, sampler=sampler)
@@ -193,6 +194,10 @@ def run_main(argv: list[str] | None = None) -> int:
     p.add_argument("--attempt", type=int, default=-1, help="which attempt --table prints (default: the last)")
     p.add_argument("--query-dropout", type=float, default=0.0,
                    help="chance that a training sample's model sees only the evidence, not the query")
+    p.add_argument("--tagger-queries", type=int, default=0,
+                   help="extra queries per epoch from the taggers' own outputs on the train clips (0: none)")
+    p.add_argument("--tagger-audio-confidence", type=float, default=None,
+                   help="a second fires for an AudioSet name at this tag confidence (default: tagger_queries.MIN_CONFIDENCE)")
     p.add_argument("--raw-dropout", type=float, default=0.0,
                    help="chance that a training sample's modality keeps only its evidence")
     args = p.parse_args(argv)
@@ -219,7 +224,8 @@ def run_main(argv: list[str] | None = None) -> int:
         for name, equal in (("trisense", False), ("equal-weights", True))[: 1 if args.no_equal else 2]:
             t0 = time.time()
             path = Path(args.runs) / f"seed{seed}" / f"{name}.pt"
-            g = train_one(data, path, seed, args.epochs, equal, dims, args.raw_dropout, args.query_dropout)
+            g = train_one(data, path, seed, args.epochs, equal, dims, args.raw_dropout, args.query_dropout,
+                          args.tagger_queries, args.tagger_audio_confidence)
             runs[f"{name}/seed{seed}"] = {"checkpoint": str(path), "val_threshold": g.threshold,
                                           "train_s": round(time.time() - t0, 1),
                                           split: report(g, data, split, g.threshold)}
@@ -229,7 +235,9 @@ def run_main(argv: list[str] | None = None) -> int:
     log["attempts"].append({"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "split": split,
                             "epochs": args.epochs, "raw_dropout": args.raw_dropout, "hold_out": args.hold_out,
                             "speech_corpus_extra": args.speech_corpus_extra,
-                            "query_dropout": args.query_dropout, "seeds": args.seeds,
+                            "query_dropout": args.query_dropout, "tagger_queries": args.tagger_queries,
+                            "tagger_audio_confidence": args.tagger_audio_confidence,
+                            "seeds": args.seeds,
                             "runs": runs})
     results_path.parent.mkdir(parents=True, exist_ok=True)
     results_path.write_text(json.dumps(log, indent=1))

@@ -158,10 +158,24 @@ class OpenVocabData:
                 out.append(neg)
         return out
 
-    def sampler(self, negatives_per_query: float = 1.0, keep_wording: float = 0.4):
+    def tagger_queries(self, audio_confidence: float | None = None):
+        """The pool of extra queries from the taggers' own outputs on v3's train clips (`tagger_queries.py`),
+        never naming a held-out concept."""
+        from models.trisense.text import default_text_encoder
+        from training.trisense.tagger_queries import TaggerQueries
+
+        vids = sorted({r.vid for r in self.records["train"] if r.extra["modality"] in ("audio", "visual")
+                       and (self.corpus / "grounding" / "features" / f"{r.vid}.npz").is_file()})
+        return TaggerQueries({v: self.features[v] for v in vids}, self.held_out, default_text_encoder().encode,
+                             self.present, audio_confidence)
+
+    def sampler(self, negatives_per_query: float = 1.0, keep_wording: float = 0.4, tagger_per_epoch: int = 0,
+                tagger_audio_confidence: float | None = None):
         """Each epoch: every training query about a seen concept (reworded with probability 1 - keep_wording),
-        plus negative pairs on the same clips (`negatives_per_query` on average)."""
+        plus negative pairs on the same clips (`negatives_per_query` on average), plus `tagger_per_epoch` tagger
+        queries, each with its own negative."""
         train = self.positives("train", held_out=False)
+        extra = self.tagger_queries(tagger_audio_confidence) if tagger_per_epoch else None
 
         def draw(epoch: int, rng: random.Random) -> list[MomentRecord]:
             out = []
@@ -176,6 +190,8 @@ class OpenVocabData:
                     neg = self.negative(r.vid, m, "train", rng, rng.choice(TEMPLATES[m]), f"{epoch}-{k}-{j}", True)
                     if neg is not None:
                         out.append(neg)
+            if extra is not None:
+                out += extra.draw(tagger_per_epoch, rng, TEMPLATES, str(epoch))
             return out
 
         return draw
