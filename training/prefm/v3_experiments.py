@@ -87,7 +87,8 @@ def _store(corpus: Path, split: str, encoded_only: bool, use_teacher: bool = Tru
 
 def train_all(corpus: Path, runs: Path, seed: int, only: list[str] | None = None, epochs: int | None = None,
               encoded_only: bool = False, warmup: int | None = None, val_every: int | None = None,
-              windows_per_clip: int = 1, select: str = "mean_evt_f1", batch_size: int | None = None) -> dict:
+              windows_per_clip: int = 1, select: str = "mean_evt_f1", batch_size: int | None = None,
+              lr: float | None = None) -> dict:
     import torch
 
     from models.prefm.modeling_prefm import preset
@@ -101,7 +102,7 @@ def train_all(corpus: Path, runs: Path, seed: int, only: list[str] | None = None
         if only and name not in only:
             continue
         base = preset("small", positional=True, visual_keep=visual_dim - SHORTCUT_DIMS if spec["keep"] else None)
-        short = {"epochs": epochs, "warmup_epochs": warmup, "val_every": val_every, "batch_size": batch_size}
+        short = {"epochs": epochs, "warmup_epochs": warmup, "val_every": val_every, "batch_size": batch_size, "lr": lr}
         recipe = {**RECIPE, **{k: v for k, v in short.items() if v}}
         tcfg = TrainConfig(variant=spec["variant"], seed=seed, distill=spec["distill"], progress=False,
                            windows_per_clip=windows_per_clip, select=select, **recipe)
@@ -111,7 +112,9 @@ def train_all(corpus: Path, runs: Path, seed: int, only: list[str] | None = None
                      "val_audio_f1_05": round(res.best_val.get("audio_f1_05", -1), 2), "select": select,
                      "windows_per_clip": windows_per_clip, "recipe": recipe, "train_s": round(time.time() - t0, 1),
                      "history": [{k: round(v, 4) for k, v in r.items()} for r in res.history if "val_mean_evt_f1" in r]}
-        print(name, log[name], flush=True)
+        # one file per variant as well: variants trained by parallel processes would race on the shared log
+        (runs / f"seed{seed}" / f"train_log_{name}.json").write_text(json.dumps(log[name], indent=1))
+        print(name, {k: v for k, v in log[name].items() if k != "history"}, flush=True)
     path = runs / f"seed{seed}" / "train_log.json"
     old = json.loads(path.read_text()) if path.is_file() else {}
     path.write_text(json.dumps({**old, **log}, indent=1))
@@ -189,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, help="train: override the recipe's 20 warm-up epochs")
     p.add_argument("--val-every", type=int, help="train: override the recipe's validation every 10 epochs")
     p.add_argument("--batch-size", type=int, help="train: override the recipe's batch of 32")
+    p.add_argument("--lr", type=float, help="train: override the recipe's peak learning rate 5e-4")
     p.add_argument("--windows-per-clip", type=int, default=1, help="train: random windows per clip per epoch")
     p.add_argument("--select", choices=["mean_evt_f1", "audio_f1"], default="mean_evt_f1",
                    help="train: val score that keeps the checkpoint (audio_f1: pooled per-class audio F1 at tIoU 0.5)")
@@ -211,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     only = [v for v in (a.only or "").split(",") if v] or None
     if a.command == "train":
         train_all(corpus, runs, a.seed, only, a.epochs, a.encoded_only, a.warmup, a.val_every, a.windows_per_clip,
-                  a.select, a.batch_size)
+                  a.select, a.batch_size, a.lr)
         return 0
     results: dict = {"split": a.split, "encoded_only": a.encoded_only}
     if not a.no_shipped:
