@@ -92,6 +92,21 @@ def event_f1(pred: np.ndarray, gt: np.ndarray, tenths: Iterable[int] = TIOU_TENT
     return [_f1_over_classes(*event_counts(pred, gt, k)) for k in tenths]
 
 
+def pooled_class_f1(preds: Iterable[np.ndarray], gts: Iterable[np.ndarray], tenths: int = 5) -> dict[int, float]:
+    """Event F1 per class at one tIoU, TP/FP/FN pooled over videos, for each class with a true event.
+
+    Unlike the per-video average (``summarize``), an empty prediction scores 0 here, so model selection on it
+    cannot reward silence; a class with no true event is left out (false events on it change no score)."""
+    total = None
+    for p, g in zip(preds, gts, strict=True):
+        counts = np.stack(event_counts(p, g, tenths))
+        total = counts if total is None else total + counts
+    if total is None:
+        return {}
+    tp, fp, fn = total
+    return {k: float(2 * tp[k] / (2 * tp[k] + fp[k] + fn[k])) for k in range(len(tp)) if tp[k] + fn[k] > 0}
+
+
 # -- per-second mAP ---------------------------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ import torch
 
 from models.prefm.modeling_prefm import preset
 from training.prefm.data import LAYOUTS, ClipStore
-from training.prefm.trainer import VARIANTS, TrainConfig, evaluate_checkpoint, train
+from training.prefm.trainer import SELECT_KEYS, VARIANTS, TrainConfig, evaluate_checkpoint, train
 
 VARIANT_TITLES = {"prefm": "PreFM (online)", "nofuture": "no future modeling (online)",
                   "offline": "offline (whole clip)"}
@@ -71,6 +71,11 @@ def train_main(argv: list[str]) -> int:
     p.add_argument("--val-every", type=int, default=6)
     p.add_argument("--seed", type=int, default=87)
     p.add_argument("--no-distill", action="store_true", help="train without the teacher distillation loss")
+    p.add_argument("--windows-per-clip", type=int, default=1,
+                   help="random windows per clip per epoch (short clips give one window each otherwise)")
+    p.add_argument("--select", choices=list(SELECT_KEYS), default="mean_evt_f1",
+                   help="val score that keeps the checkpoint; audio_f1: mean per-class audio event F1 at tIoU 0.5 "
+                        "pooled over val (an empty model scores 0)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True, help="output folder for <variant>.pt")
@@ -92,14 +97,16 @@ def train_main(argv: list[str]) -> int:
         tcfg = TrainConfig(variant=variant, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, lr_min=a.lr_min,
                            warmup_epochs=a.warmup, val_every=a.val_every, seed=a.seed, distill=not a.no_distill,
                            threads=a.threads, progress=not a.quiet,
-                           future_loss=a.future_loss if variant == "prefm" else "bce")
+                           future_loss=a.future_loss if variant == "prefm" else "bce",
+                           windows_per_clip=a.windows_per_clip, select=a.select)
         try:
             result = train(base, train_store, val_store, tcfg, out / f"{variant}.pt")
         except (FileNotFoundError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        score = result.best_val.get("mean_evt_f1")
-        shown = f"val mean event F1 {score:.2f}" if score is not None else "no validation"
+        title = "mean event F1" if a.select == "mean_evt_f1" else "audio F1@0.5 (pooled, mean of classes)"
+        score = result.best_val.get(SELECT_KEYS[a.select])
+        shown = f"val {title} {score:.2f}" if score is not None else "no validation"
         print(f"{variant}: {result.checkpoint} (epoch {result.best_epoch}, {shown}, {result.seconds:.0f} s)")
     return 0
 

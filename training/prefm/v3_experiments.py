@@ -1,4 +1,4 @@
-"""PreFM on corpus v3 (real recordings): train the variants, select on val, score test once, write result JSON.
+"""PreFM on corpus v3/v4 (real recordings): train the variants, select on val, score test once, write result JSON.
 
     python -m training.prefm.v3_experiments train --corpus data/corpus_v3 --runs data/corpus_v3_runs --seed 0
     python -m training.prefm.v3_experiments score --corpus data/corpus_v3 --runs data/corpus_v3_runs \
@@ -8,6 +8,8 @@ Variants (all PreFM small with recency encodings, the shipped recipe): `full` (e
 `noshortcut` (colour histogram and thumbnail dropped, teacher), `noshortcut_nodistill` (dropped, no teacher),
 and the ablations `nofuture` and `offline` (dropped, teacher). Checkpoints are the best validation epoch; test
 is scored once per checkpoint. The shipped checkpoint is scored on the same test split as the "before" row.
+`--windows-per-clip N --select audio_f1` (issue 11's fixes, `trainer.TrainConfig`): N random windows per clip
+per epoch, and the checkpoint with the best pooled per-class audio event F1 at tIoU 0.5 on val.
 
 Measures, on the test split (recordings no training clip used):
 - per-class audio (and visual) event F1 at tIoU 0.5, events pooled over all test clips, for every class with at
@@ -84,7 +86,9 @@ def _store(corpus: Path, split: str, encoded_only: bool, use_teacher: bool = Tru
 
 
 def train_all(corpus: Path, runs: Path, seed: int, only: list[str] | None = None, epochs: int | None = None,
-              encoded_only: bool = False, warmup: int | None = None, val_every: int | None = None) -> dict:
+              encoded_only: bool = False, warmup: int | None = None, val_every: int | None = None,
+              windows_per_clip: int = 1, select: str = "mean_evt_f1", batch_size: int | None = None,
+              lr: float | None = None) -> dict:
     import torch
 
     from models.prefm.modeling_prefm import preset
@@ -98,14 +102,19 @@ def train_all(corpus: Path, runs: Path, seed: int, only: list[str] | None = None
         if only and name not in only:
             continue
         base = preset("small", positional=True, visual_keep=visual_dim - SHORTCUT_DIMS if spec["keep"] else None)
-        short = {"epochs": epochs, "warmup_epochs": warmup, "val_every": val_every}
+        short = {"epochs": epochs, "warmup_epochs": warmup, "val_every": val_every, "batch_size": batch_size, "lr": lr}
         recipe = {**RECIPE, **{k: v for k, v in short.items() if v}}
-        tcfg = TrainConfig(variant=spec["variant"], seed=seed, distill=spec["distill"], progress=False, **recipe)
+        tcfg = TrainConfig(variant=spec["variant"], seed=seed, distill=spec["distill"], progress=False,
+                           windows_per_clip=windows_per_clip, select=select, **recipe)
         t0 = time.time()
         res = train(base, tr, va, tcfg, runs / f"seed{seed}" / f"{name}.pt")
         log[name] = {"best_epoch": res.best_epoch, "val_mean_evt_f1": round(res.best_val.get("mean_evt_f1", -1), 2),
-                     "train_s": round(time.time() - t0, 1)}
-        print(name, log[name], flush=True)
+                     "val_audio_f1_05": round(res.best_val.get("audio_f1_05", -1), 2), "select": select,
+                     "windows_per_clip": windows_per_clip, "recipe": recipe, "train_s": round(time.time() - t0, 1),
+                     "history": [{k: round(v, 4) for k, v in r.items()} for r in res.history if "val_mean_evt_f1" in r]}
+        # one file per variant as well: variants trained by parallel processes would race on the shared log
+        (runs / f"seed{seed}" / f"train_log_{name}.json").write_text(json.dumps(log[name], indent=1))
+        print(name, {k: v for k, v in log[name].items() if k != "history"}, flush=True)
     path = runs / f"seed{seed}" / "train_log.json"
     old = json.loads(path.read_text()) if path.is_file() else {}
     path.write_text(json.dumps({**old, **log}, indent=1))
@@ -150,7 +159,8 @@ def score_checkpoint(path: Path, corpus: Path, split: str = "test", encoded_only
         if clip.name in negatives:
             neg_seconds, neg_clips = neg_seconds + clip.length, neg_clips + 1
     out: dict = {"checkpoint": str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path),
-                 "variant": variant, "val": meta.get("val", {}).get("mean_evt_f1")}
+                 "variant": variant, "val": meta.get("val", {}).get("mean_evt_f1"),
+                 "val_audio_f1_05": meta.get("val", {}).get("audio_f1_05"), "epoch": meta.get("epoch")}
     for m in ("audio", "visual"):
         tp, fp, fn = counts[m]
         per = {LLP_CLASSES[c]: round(float(2 * tp[c] / (2 * tp[c] + fp[c] + fn[c])), 3)
@@ -181,6 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, help="train: override the recipe's 300 epochs (a shorter schedule)")
     p.add_argument("--warmup", type=int, help="train: override the recipe's 20 warm-up epochs")
     p.add_argument("--val-every", type=int, help="train: override the recipe's validation every 10 epochs")
+    p.add_argument("--batch-size", type=int, help="train: override the recipe's batch of 32")
+    p.add_argument("--lr", type=float, help="train: override the recipe's peak learning rate 5e-4")
+    p.add_argument("--windows-per-clip", type=int, default=1, help="train: random windows per clip per epoch")
+    p.add_argument("--select", choices=["mean_evt_f1", "audio_f1"], default="mean_evt_f1",
+                   help="train: val score that keeps the checkpoint (audio_f1: pooled per-class audio F1 at tIoU 0.5)")
     p.add_argument("--split", default="test")
     p.add_argument("--out", help="score: result JSON path")
     p.add_argument("--no-shipped", action="store_true", help="score: leave out the shipped checkpoint")
@@ -199,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     only = [v for v in (a.only or "").split(",") if v] or None
     if a.command == "train":
-        train_all(corpus, runs, a.seed, only, a.epochs, a.encoded_only, a.warmup, a.val_every)
+        train_all(corpus, runs, a.seed, only, a.epochs, a.encoded_only, a.warmup, a.val_every, a.windows_per_clip,
+                  a.select, a.batch_size, a.lr)
         return 0
     results: dict = {"split": a.split, "encoded_only": a.encoded_only}
     if not a.no_shipped:
