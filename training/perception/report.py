@@ -25,7 +25,7 @@ import numpy as np
 
 from models.audio.tags import top_tags
 from models.prefm.labels import LLP_CLASSES
-from models.prefm.metrics import event_counts
+from models.prefm.metrics import pooled_class_f1
 from models.taxonomy import LLP_COCO, audioset_names, heard_as
 from pipelines.stages.audio import TAGS_HANDED_ON
 from training.corpus.layout import load_truths
@@ -86,13 +86,7 @@ def replay(parser, audio: np.ndarray, visual: np.ndarray, labels: list[str]) -> 
 
 def pooled_f1(preds: list[np.ndarray], gts: list[np.ndarray]) -> dict[str, float]:
     """Per-class event F1 at tIoU 0.5, counts pooled over clips, for the classes present in the truth."""
-    n = len(LLP_CLASSES)
-    tp, fp, fn = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
-    for p, g in zip(preds, gts, strict=True):
-        a, b, c = event_counts(p, g, 5)
-        tp, fp, fn = tp + a, fp + b, fn + c
-    return {LLP_CLASSES[c]: round(float(2 * tp[c] / (2 * tp[c] + fp[c] + fn[c])), 3)
-            for c in range(n) if tp[c] + fn[c] > 0}
+    return {LLP_CLASSES[c]: round(f1, 3) for c, f1 in pooled_class_f1(preds, gts, 5).items()}
 
 
 def event_report(corpus: Path, split: str, config=None) -> dict:
