@@ -114,6 +114,9 @@ class TaggerQueries:
         self.held_out = tuple(held_out)
         self.pool = build_queries(clips, self.held_out, audio_confidence)
         self.vocab = {m: sorted({r.extra["category"] for r in self.pool if r.extra["modality"] == m}) for m in MODALITIES}
+        self.by_name: dict[tuple[str, str], list[MomentRecord]] = defaultdict(list)  # (modality, name) -> positives
+        for r in self.pool:
+            self.by_name[(r.extra["modality"], r.extra["category"])].append(r)
         self.absent: dict[tuple[str, str], list[str]] = {}
         truth = present or {}
         for vid, clip in clips.items():
@@ -129,13 +132,10 @@ class TaggerQueries:
     def draw(self, n: int, rng: random.Random, templates: dict[str, tuple[str, ...]], tag: str) -> list[MomentRecord]:
         """`n` positives drawn from the pool (name-balanced: a name first, then one of its clips), each worded with
         a random template and followed by one negative on the same clip and modality."""
-        by_name: dict[tuple[str, str], list[MomentRecord]] = defaultdict(list)
-        for r in self.pool:
-            by_name[(r.extra["modality"], r.extra["category"])].append(r)
-        keys = sorted(by_name)
+        keys = sorted(self.by_name)
         out = []
         for k in range(n if self.pool else 0):
-            r = rng.choice(by_name[rng.choice(keys)])
+            r = rng.choice(self.by_name[rng.choice(keys)])
             m = r.extra["modality"]
             out.append(MomentRecord(f"{r.qid}-{tag}-{k}", rng.choice(templates[m]).format(x=r.query), r.vid,
                                     r.windows, r.duration, extra=r.extra))
