@@ -28,6 +28,7 @@ from training.trisense.data import MomentRecord
 from training.trisense.evaluate import predict_model, predict_text, query_vectors
 from training.trisense.open_vocab import HELD_OUT_CONCEPTS, OpenVocabData
 from training.trisense.trainer import TrainConfig, train
+from training.trisense.trials import cell
 
 ALL = ("visual", "audio", "speech")
 Predictions = tuple[dict[str, tuple[float, float] | None], dict[str, float]]
@@ -149,11 +150,6 @@ def _pick(r: dict, group: str | None) -> dict:
     return r[group] if group in r else r["per_modality"][group]
 
 
-def _cell(values: list[float]) -> str:
-    vals = [100 * v for v in values]
-    return f"{np.mean(vals):.1f}" + (f" ± {np.std(vals):.1f}" if len(vals) > 1 else "")
-
-
 def table(attempt: dict) -> str:
     """Markdown: one row per method and query group, mean ± sd over seeds, in percent."""
     split, runs = attempt["split"], attempt["runs"]
@@ -168,7 +164,7 @@ def table(attempt: dict) -> str:
             picked = [_pick(r, group) for r in rows]
             if not picked[0].get("n"):
                 continue
-            cells = [_cell([p[k] for p in picked]) if k in picked[0] else "–" for k in keys]
+            cells = [cell([p[k] for p in picked]) if k in picked[0] else "–" for k in keys]
             cells[-1] += f" ({picked[0]['n_absent']})" if picked[0].get("n_absent") else ""
             lines.append(f"| {method} ({len(rows)} seed{'s' if len(rows) > 1 else ''}) | {label} | "
                          f"{picked[0]['n']} | " + " | ".join(cells) + " |")

@@ -18,7 +18,8 @@ KEYS = (("R@0.3", lambda r: r.get("r1_iou03")), ("R@0.3 without abstaining", lam
         ("held-out without abstaining", lambda r: r["held_out_concepts"].get("r1_iou03_no_abstain")))
 
 
-def _cell(values: list) -> str:
+def cell(values: list) -> str:
+    """Fractions as percent, mean ± sd over seeds ("–" when no seed has the figure)."""
     vals = [100 * v for v in values if v is not None]
     if not vals:
         return "–"
@@ -33,7 +34,7 @@ def table(trials: list[dict], method: str = "trisense") -> str:
         rows = [run[t["split"]] for name, run in t["runs"].items() if name.startswith(method + "/")]
         if not rows:
             continue
-        cells = [_cell([get(r) for r in rows]) for _, get in KEYS]
+        cells = [cell([get(r) for r in rows]) for _, get in KEYS]
         lines.append(f"| {i} | {t.get('setup', '')} | {t.get('recipe', '')} | {len(rows)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
