@@ -89,9 +89,10 @@ def report(seed: int = 0, takes: str = "", against: str = "", version: int = 4) 
     from training.corpus.real_sources import all_photos, all_recordings
 
     rows = json.loads(LABEL_CHECK.read_text())["recordings"]
-    if [r["key"] for r in rows] != [r.key for r in all_recordings()]:
+    everything = all_recordings()
+    if [r["key"] for r in rows] != [r.key for r in everything]:
         raise SystemExit(f"{LABEL_CHECK} is stale: rerun label_check.check_recordings first")
-    recs = all_recordings(extra=version >= 4)
+    recs = everything if version >= 4 else all_recordings(extra=False)
     weak = {r["key"] for r in rows if r["status"] == "weak"}
     kept = [r for r in recs if r.key in kept_keys(rows)]
     photos = _unique_photos(all_photos())
