@@ -1,5 +1,6 @@
-"""Corpus v3 recordings from game sound sets and a SoundFont (issue 11's second source round), with LLP labels
-from their titles and file names, like `real_sources` (which holds the guard every path passes, and loads them).
+"""Corpus v4 recordings from game sound sets and a SoundFont (issue 11's second source round), with LLP labels
+from their titles and file names, like `real_sources` (which holds the guard every path passes, and loads them;
+it reads this module, never the other way round).
 
 - `openttd-opensfx`: `opensfx.cat`, one entry per game sound, titled ("Helicopter", "Lumber mill: Chainsaw",
   "Applause"); each title names its original recording, author and licence (`sound_archives.CatArchive.credit`).
@@ -20,16 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
-from training.corpus.real_sources import (
-    FLUIDR3_SF3,
-    HEROES_SFX,
-    OPENSFX_CAT,
-    TUXFOOTBALL_SOUNDS,
-    TUXTYPE_SOUNDS,
-    Recording,
-    decode_bytes,
-)
+from training.corpus.recording import Recording, decode_bytes
 from training.corpus.sound_archives import CatArchive, SoundFont, pcm16_to_rate
+
+OPENSFX_CAT = Path("/usr/share/games/openttd/baseset/opensfx/opensfx.cat")
+FLUIDR3_SF3 = Path("/usr/share/fluidr3mono-gm-soundfont/FluidR3Mono_GM.sf3")  # the real file, not the sf3/ link
+TUXTYPE_SOUNDS = Path("/usr/share/tuxtype/sounds")
+TUXFOOTBALL_SOUNDS = Path("/usr/share/games/tuxfootball/sound")
+HEROES_SFX = Path("/usr/share/games/heroes/sfx")
+EXTRA_ROOTS = (OPENSFX_CAT.parent, FLUIDR3_SF3.parent, TUXTYPE_SOUNDS, TUXFOOTBALL_SOUNDS, HEROES_SFX)
 
 GAP_S = 0.25
 MAX_PRESET_S = 30.0

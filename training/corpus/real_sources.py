@@ -26,30 +26,16 @@ from pathlib import Path
 
 import numpy as np
 
+from training.corpus.extra_sources import EXTRA_ROOTS, extra_recordings, load_member
+from training.corpus.recording import Recording, decode_bytes
+
 GCOMPRIS_RCC = Path("/usr/share/gcompris-qt/rcc")
 TUXPAINT_STAMPS = Path("/usr/share/tuxpaint/stamps")
 FREEDESKTOP = Path("/usr/share/sounds/freedesktop/stereo")
-OPENSFX_CAT = Path("/usr/share/games/openttd/baseset/opensfx/opensfx.cat")
-FLUIDR3_SF3 = Path("/usr/share/fluidr3mono-gm-soundfont/FluidR3Mono_GM.sf3")  # the real file, not the sf3/ link
-TUXTYPE_SOUNDS = Path("/usr/share/tuxtype/sounds")
-TUXFOOTBALL_SOUNDS = Path("/usr/share/games/tuxfootball/sound")
-HEROES_SFX = Path("/usr/share/games/heroes/sfx")
-ALLOWED_ROOTS = (GCOMPRIS_RCC, TUXPAINT_STAMPS, FREEDESKTOP, OPENSFX_CAT.parent, FLUIDR3_SF3.parent, TUXTYPE_SOUNDS,
-                 TUXFOOTBALL_SOUNDS, HEROES_SFX)  # plus scikit-image's bundled photos by name
+ALLOWED_ROOTS = (GCOMPRIS_RCC, TUXPAINT_STAMPS, FREEDESKTOP, *EXTRA_ROOTS)  # plus scikit-image's photos by name
 CONTAINERS = ("rcc:", "cat:", "sf:")  # "<kind>:<container file>:<member>" locators
 ROLES = ("event", "background", "distractor")
 MIN_PHOTO_SIDE = 200
-
-
-@dataclass(frozen=True)
-class Recording:
-    """One source sound file: `key` names it uniquely (the split unit), `llp` is None for non-target sounds."""
-
-    key: str
-    source: str
-    locator: str  # a filesystem path, or "rcc:<bundle>:<resource>", "cat:<catalogue>:<index>", "sf:<bank>:<b>/<p>"
-    llp: str | None
-    role: str
 
 
 @dataclass(frozen=True)
@@ -186,8 +172,6 @@ def freedesktop_recordings() -> list[Recording]:
 def all_recordings(max_voices: int = 160, extra: bool = True) -> list[Recording]:
     """Every inventoried recording; `extra=False` leaves out the second source round (`extra_sources`), which is
     corpus v3's inventory: v3's source-level split, and the figures of the models trained on it, stay as built."""
-    from training.corpus.extra_sources import extra_recordings
-
     recs = gcompris_recordings() + tuxpaint_recordings(max_voices) + freedesktop_recordings()
     recs += extra_recordings() if extra else []
     for r in recs:
@@ -235,24 +219,10 @@ def load_recording(locator: str, rate: int = 16_000) -> np.ndarray:
 
     _check_allowed(locator)
     if locator.startswith(("cat:", "sf:")):
-        from training.corpus.extra_sources import load_member
-
         return load_member(locator, rate)
     if not locator.startswith("rcc:"):
         return load_audio(locator, rate)
     return decode_bytes(_bytes(locator), Path(locator).suffix, rate)
-
-
-def decode_bytes(data: bytes, suffix: str, rate: int = 16_000) -> np.ndarray:
-    """Float32 mono samples at `rate` of an encoded sound held in memory (`suffix` names its format)."""
-    import tempfile
-
-    from training.media.synth import load_audio
-
-    with tempfile.NamedTemporaryFile(suffix=suffix) as fh:
-        fh.write(data)
-        fh.flush()
-        return load_audio(fh.name, rate)
 
 
 @cache
