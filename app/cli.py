@@ -30,6 +30,18 @@ def _graceful_stop():
     return stop
 
 
+def choose_runner(runner: str, spec) -> str:
+    """`inline` (this process: no Ray start-up, the nodes on threads) for a file when no cluster is named;
+    `ray` (the actor spine) for live sources, which need its backpressure and latency budget, and wherever
+    `RAY_ADDRESS` names a cluster."""
+    if runner != "auto":
+        return runner
+    from pipelines.media.sources import SourceKind
+
+    local_file = spec.kind is SourceKind.FILE and not spec.live
+    return "inline" if local_file and not os.environ.get("RAY_ADDRESS") else "ray"
+
+
 def cmd_analyze(args) -> int:
     if args.out:
         out = Path(args.out)
@@ -41,11 +53,11 @@ def cmd_analyze(args) -> int:
     from pipelines.media.preflight import check_source
     from pipelines.media.sources import parse_source
 
-    check_source(parse_source(args.source, args.rtsp_transport), network=not args.retry)
+    spec = parse_source(args.source, args.rtsp_transport)
+    check_source(spec, network=not args.retry)
 
     from app.services.settings import analysis_options
     from app.summary import render_summary
-    from pipelines import analyze
 
     options = analysis_options(args)
     options.reconnect.retry_before_data = args.retry
@@ -53,8 +65,17 @@ def cmd_analyze(args) -> int:
     mode = args.progress
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() and not args.quiet else "none"
-    result = analyze(args.source, options, show_progress={"bar": True, "plain": "plain", "none": False}[mode],
-                     stop_event=stop, source_checked=True)
+    if choose_runner(args.runner, spec) == "inline":
+        from app.progress import FileProgress
+        from pipelines import analyze_inline
+
+        with FileProgress(mode) as shown:
+            result = analyze_inline(args.source, options, progress=shown.update, stop_event=stop)
+    else:
+        from pipelines import analyze
+
+        result = analyze(args.source, options, show_progress={"bar": True, "plain": "plain", "none": False}[mode],
+                         stop_event=stop, source_checked=True)
     if args.out:
         from pipelines.sinks.exporters import write_json
         write_json(Path(args.out), result)
@@ -169,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "reached fails at once (exit 2), and reconnects only after it has sent data")
     p.add_argument("--progress", choices=["auto", "bar", "plain", "none"], default="auto",
                    help="progress display on stderr: a bar on terminals, 'plain' lines for logs (default auto)")
+    p.add_argument("--runner", choices=["auto", "inline", "ray"], default="auto",
+                   help="where the stages run: 'inline' in this process (threads), 'ray' on Ray actors; 'auto' "
+                        "(default): inline for a file, Ray for live sources or when RAY_ADDRESS is set")
     p.add_argument("--strict-webhooks", action="store_true",
                    help="exit with status 2 when a webhook delivery failed (default: a warning on stderr)")
     p.add_argument("-q", "--quiet", action="store_true")

@@ -15,27 +15,27 @@ def clip(tmp_path_factory):
     return flash_tone_clip(tmp_path_factory.mktemp("timings") / "flash.mp4", duration_s=6.0, event_s=(2.0, 4.0))
 
 
-def check(result: dict, parallel: bool) -> dict:
+def check(result: dict) -> dict:
     timings = result["timings"]
     stages, wall = timings["stages"], timings["wall_s"]
     assert EXPECTED <= set(stages), stages
     assert all(isinstance(v, float) and v >= 0 for v in stages.values()), stages
     assert all(v <= wall + 0.05 for v in stages.values()), (stages, wall)  # nothing outlasts the analysis
     assert stages["decode_s"] > 0 and stages["speech_s"] > 0 and stages["visual_s"] > 0
-    if not parallel:  # inline: stages and sink take turns on one thread (the decoder has its own)
-        assert sum(v for k, v in stages.items() if k not in ("decode_s", "segment_s")) <= wall + 0.05
     detail = timings["stages_detail"]
     assert {"vad_s", "asr_s"} <= set(detail["speech"]) and {"tags_s", "mel_s"} <= set(detail["audio"])
     assert {"detector_s", "pose_s", "faces_s", "frames_s"} <= set(detail["visual"])
-    for name, parts in detail.items():  # parts are inside their stage's total
-        assert all(v >= 0 for v in parts.values()) and sum(parts.values()) <= stages[f"{name}_s"] + 0.01, (name, parts)
+    for name, parts in detail.items():  # parts are inside their stage's total (pose runs beside the others)
+        serial = {k: v for k, v in parts.items() if k != "pose_s"}
+        assert all(0 <= v <= stages[f"{name}_s"] + 0.01 for v in parts.values()), (name, parts)
+        assert sum(serial.values()) <= stages[f"{name}_s"] + 0.01, (name, parts)
     return stages
 
 
 def test_inline_result_says_where_the_time_goes(clip):
     from pipelines import analyze_inline
 
-    stages = check(analyze_inline(str(clip)), parallel=False)
+    stages = check(analyze_inline(str(clip)))
     assert "ray_submit_s" not in stages
 
 
@@ -43,7 +43,7 @@ def test_actor_result_says_where_the_time_goes(clip, ray_runtime):
     from pipelines import analyze
 
     result = analyze(str(clip))
-    stages = check(result, parallel=True)
+    stages = check(result)
     assert {"ray_submit_s", "ray_wait_s"} <= set(stages)
     assert result["timings"]["node_id"]
 

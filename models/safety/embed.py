@@ -31,20 +31,54 @@ def minilm_dir() -> Path:
     return path
 
 
+def pooled_dimension(model_dir: Path) -> int | None:
+    """The vector size a sentence-transformers folder produces, read from its files; None when a module after
+    pooling (a Dense layer) may change it."""
+    import json
+
+    try:
+        modules = json.loads((model_dir / "modules.json").read_text())
+        if any("Dense" in m.get("type", "") for m in modules):
+            return None
+        return int(json.loads((model_dir / "1_Pooling" / "config.json").read_text())["word_embedding_dimension"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 class SentenceEmbedder:
-    """Encodes sentences on one CPU thread and remembers every vector it has computed."""
+    """Encodes sentences on one CPU thread and remembers every vector it has computed.
+
+    The model loads on a thread of its own (importing sentence-transformers takes seconds), so a stage that
+    builds one goes on at once and only its first new sentence waits; vectors already on disk
+    (`encode_stored`) never wait."""
 
     def __init__(self, model_dir: str | Path | None = None, batch_size: int = 64):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.model_dir = Path(model_dir or minilm_dir())
+        self.batch_size = batch_size
+        self._cache: dict[str, np.ndarray] = {}
+        dim = pooled_dimension(self.model_dir)
+        pool = ThreadPoolExecutor(1, thread_name_prefix="minilm-load")
+        self._model = pool.submit(self._load)
+        pool.shutdown(wait=False)  # the thread ends when the model is loaded
+        self.dim = dim if dim is not None else self._model.result()[1]  # else the size is known once loaded
+
+    def _load(self):
         import torch
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
 
         torch.set_num_threads(1)
-        self.model_dir = Path(model_dir or minilm_dir())
-        self.model = SentenceTransformer(str(self.model_dir), device="cpu")
-        self.batch_size = batch_size
-        dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(dim())
-        self._cache: dict[str, np.ndarray] = {}
+        hf_logging.disable_progress_bar()  # loaded behind the analysis: its bar would cut into ours
+        model = SentenceTransformer(str(self.model_dir), device="cpu")
+        dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return model, int(dim())
+
+    @property
+    def model(self):
+        """The SentenceTransformer, once loaded (an error loading it is raised here)."""
+        return self._model.result()[0]
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit vectors, one row per text."""

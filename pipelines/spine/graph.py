@@ -102,6 +102,10 @@ class StageClock:
         self._base = {name: stage_parts(stage) for name, stage in stages.items()}
         return self
 
+    def begin(self, name: str, stage: Any) -> None:
+        """`start` for one stage, as its own thread builds it (the inline runner)."""
+        self._base[name] = stage_parts(stage)
+
     def call(self, name: str, stage: Any, method: str, args: list) -> Any:
         t0 = time.perf_counter()
         try:

@@ -1,13 +1,22 @@
-"""The stage graph inline, in the calling process: batch tasks, API jobs, the dashboard and tests.
+"""The stage graph inline, in the calling process: the CLI on files, batch tasks, API jobs, the dashboard, tests.
 
-Same graph, same stages, same sink as the Ray runner (`actors.py`), so both give identical results.
+Same graph, same stages, same sink as the Ray runner (`actors.py`), so both give identical results. Each node
+runs on its own worker thread (`NodeThreads`), as each has its own actor on Ray: a node takes its seconds in
+order, one at a time, and starts a second as soon as its inputs are ready, so visual works on one second while
+speech and audio work on the next. The heavy parts (decoding, the detector, pose, Whisper, YAMNet) release
+the GIL, so the nodes share the cores. Stages are built on their own threads too: the safety stage's imports
+overlap the first seconds' analysis.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from typing import Any
 
 from pipelines.media.ingest import SegmentReader
 from pipelines.media.sources import parse_source
@@ -15,29 +24,35 @@ from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
 from pipelines.spine.options import AnalyzeOptions
 from pipelines.stages.config import StageConfig, limit_threads
+from pipelines.stages.grounding import checkpoint_path
+from pipelines.stages.parser import prefm_checkpoint
 from pipelines.stages.record import Second
+
+IN_FLIGHT = 4  # seconds in the graph at once: enough to overlap the nodes, few enough to hold little memory
 
 
 class StageCache:
     """Stages with a `reset()` (speech, audio, visual, safety) keep their loaded models between the sources a
     worker process analyzes under one configuration; they are reset for each new source. The others are
-    built fresh per source."""
+    built fresh per source. Safe to call from the nodes' threads at once."""
 
     def __init__(self) -> None:
         self.config: StageConfig | None = None
         self.stages: dict[str, object] = {}
+        self._lock = threading.Lock()
 
     def get(self, node: graph.Node, options: AnalyzeOptions):
-        if options.stages != self.config:
-            self.stages.clear()
-            self.config = replace(options.stages)
-        config = graph.node_config(node, options)
-        stage = self.stages.get(node.name)
+        with self._lock:
+            if options.stages != self.config:
+                self.stages.clear()
+                self.config = replace(options.stages)
+            stage = self.stages.get(node.name)
         if stage is None:
-            stage = graph.build_stage(node, config)
+            stage = graph.build_stage(node, graph.node_config(node, options))
             if not hasattr(stage, "reset"):
                 return stage
-            self.stages[node.name] = stage
+            with self._lock:
+                self.stages[node.name] = stage
         stage.reset()
         return stage
 
@@ -45,40 +60,85 @@ class StageCache:
 PROCESS_CACHE = StageCache()  # a batch worker reuses its models across the files it analyzes
 
 
+def _resolved(fn: Callable, args: list) -> Any:
+    """Call `fn` once its arguments that are other nodes' futures have their values."""
+    return fn(*[a.result() if isinstance(a, Future) else a for a in args])
+
+
+class NodeThreads:
+    """One worker thread per node: `submit` queues a call on the node's thread and returns its future."""
+
+    def __init__(self, nodes: list[graph.Node]):
+        self.pools = {n.name: ThreadPoolExecutor(1, thread_name_prefix=f"stage-{n.name}") for n in nodes}
+
+    def submit(self, name: str, fn: Callable, args: list) -> Future:
+        return self.pools[name].submit(_resolved, fn, args)
+
+    def close(self) -> None:
+        for pool in self.pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
 def analyze_inline(source: str, options: AnalyzeOptions | None = None,
-                   progress: Callable[[float], None] | None = None, cache: StageCache = PROCESS_CACHE) -> dict:
+                   progress: Callable[[float], None] | None = None, cache: StageCache = PROCESS_CACHE,
+                   stop_event: threading.Event | None = None) -> dict:
     """Analyze `source` in this process and return the result dict.
 
     `progress`, if given, is called after each second with the fraction done (files of known duration).
+    Setting `stop_event` (e.g. from a SIGINT handler) ends the source early; the seconds read so far are kept.
     """
     options = options or AnalyzeOptions()
-    limit_threads(1)
     spec = parse_source(source, options.rtsp_transport, options.live, options.source_policy)
+    if options.grounding.enabled:  # a checkpoint asked for but missing: say so before anything starts
+        checkpoint_path(options.grounding.checkpoint)
+    prefm_checkpoint(options.stages)
     started = time.perf_counter()
     nodes = graph.nodes(options)
-    stages = {node.name: cache.get(node, options) for node in nodes}
+    threads = NodeThreads(nodes)
+    clock = graph.StageClock()
+
+    def build(node: graph.Node):
+        limit_threads(1)  # here, not before: importing torch would hold up every build
+        stage = cache.get(node, options)
+        clock.begin(node.name, stage)
+        return stage
+
+    stages = {node.name: threads.submit(node.name, build, [node]) for node in nodes}
     sink = Sink(spec.name, webhook=options.webhook)
     reader = SegmentReader(spec, spec.name, sample_fps=options.sample_fps, max_side=options.max_side,
                            duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,
                            open_timeout_s=options.open_timeout_s, record=options.record,
                            decode_video=graph.reads_frames(options)).start()
 
-    clock = graph.StageClock().start(stages)
+    def call(node: graph.Node, method: str, args: list) -> Future:
+        return threads.submit(node.name, lambda *a: clock.call(node.name, stages[node.name].result(), method,
+                                                                list(a)), args)
 
-    def call(node: graph.Node, method: str, args: list):
-        return clock.call(node.name, stages[node.name], method, args)
+    pending: deque[tuple[float, Future]] = deque()
+
+    def deliver(keep: int) -> None:
+        while len(pending) > keep:
+            end, record = pending.popleft()
+            sink.write(record.result())
+            if progress is not None and reader.info is not None and reader.info.duration_s:
+                progress(min(1.0, end / reader.info.duration_s))
 
     try:
         while (seg := reader.get()) is not None:
-            sink.write(graph.step(nodes, call, seg, Second.of(seg)))
-            if progress is not None and reader.info is not None and reader.info.duration_s:
-                progress(min(1.0, seg.end / reader.info.duration_s))
+            if stop_event is not None and stop_event.is_set():
+                break  # the seconds already in the graph still finish
+            pending.append((seg.end, graph.step(nodes, call, seg, Second.of(seg))))
+            deliver(IN_FLIGHT)
+        reader.stop()
+        deliver(0)
+        sink.write(graph.finish(nodes, call).result())
     finally:
         reader.stop()
-    sink.write(graph.finish(nodes, call))
+        threads.close()
     info = reader.info
+    built = {name: future.result() for name, future in stages.items()}
     timings = graph.stage_timings(reader.timings, clock.busy,
-                                  {name: clock.parts(name, stage) for name, stage in stages.items()})
+                                  {name: clock.parts(name, stage) for name, stage in built.items()})
     node_id = ray_node_id()
     if node_id is not None:
         timings["node_id"] = node_id
