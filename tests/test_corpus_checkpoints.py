@@ -13,7 +13,7 @@ from models.prefm.labels import LLP_CLASSES, LLP_INDEX
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 PREFM_CKPT = prefm.SHIPPED_CHECKPOINT
-GROUNDER_CKPT = trisense.SHIPPED_CHECKPOINT
+GROUNDER_CKPT = trisense.CORPUS_V1_CHECKPOINT
 
 
 def test_checkpoints_are_small_enough_for_the_repo():

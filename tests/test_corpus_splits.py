@@ -11,7 +11,7 @@ from training.corpus.sources import PICTURES, SENTENCES, SOUNDS, SPEECH_TEMPLATE
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 PREFM_CKPT = prefm.SHIPPED_CHECKPOINT
-GROUNDER_CKPT = trisense.SHIPPED_CHECKPOINT
+GROUNDER_CKPT = trisense.CORPUS_V1_CHECKPOINT
 
 
 def test_split_assignment_is_deterministic_and_by_clip():
@@ -71,8 +71,8 @@ def test_shipped_checkpoints_were_trained_on_training_clips_only():
     from models.trisense.grounder import load_checkpoint as load_grounder
 
     _, _, prefm_meta = load_prefm(PREFM_CKPT)
-    _, grounder_meta = load_grounder(GROUNDER_CKPT)  # the default grounder (corpus v1, no model selection)
-    _, open_meta = load_grounder(OPEN_VOCAB_CHECKPOINT)  # the opt-in corpus-v3 grounder
+    _, grounder_meta = load_grounder(GROUNDER_CKPT)  # the corpus-v1 grounder (no model selection)
+    _, open_meta = load_grounder(OPEN_VOCAB_CHECKPOINT)  # the default corpus-v3 grounder
     stamps = [(prefm_meta["corpus"], ["train"]), (grounder_meta["corpus"], ["train", "val"]),
               (open_meta["corpus"], ["train"])]
     if "speech_corpus" in open_meta["corpus"]:

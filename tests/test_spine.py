@@ -126,6 +126,9 @@ def test_ray_and_inline_runners_give_identical_results(tmp_path, ray_runtime):
     options = AnalyzeOptions(grounding=GroundingConfig(queries=["a short beep"]))
     assert [n.name for n in graph.nodes(options)] == [n.name for n in graph.GRAPH]
     on_ray, inline = analyze(str(clip), options), analyze_inline(str(clip), options)
-    assert on_ray["seconds"] and on_ray["moments"] and on_ray["ingest"]["segments_emitted"] == 6
+    # The default grounder may answer "not found" (a flash and a tone are not "a short beep" to its taggers); its
+    # answer entry, best score included, is there either way and must match across the runners.
+    assert on_ray["seconds"] and on_ray["ingest"]["segments_emitted"] == 6
+    assert [a["query"] for a in on_ray["answers"]] == ["a short beep"] and on_ray["answers"][0]["best_score"] > 0
     same = [{k: v for k, v in r.items() if k != "timings"} for r in (on_ray, inline)]
     assert json.dumps(same[0], sort_keys=True) == json.dumps(same[1], sort_keys=True)

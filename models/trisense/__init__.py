@@ -2,7 +2,10 @@
 
 from pathlib import Path
 
-SHIPPED_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "embedded.pt"  # the shipped embedded TriSense-lite grounder
-# Opt-in (`--grounding-model`): trained on corpus v3 with text-aligned evidence and a calibrated "not found";
-# not the default because it answers a sound query with speech that mentions the sound (docs/grounding.md).
-OPEN_VOCAB_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "embedded_v3.pt"
+_CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+# Trained on corpus v3 with text-aligned evidence and a calibrated "not found", and answering through the val-chosen
+# fusion with text matching stored next to it (`embedded_v3.fusion.json`, docs/grounding.md).
+OPEN_VOCAB_CHECKPOINT = _CHECKPOINTS / "embedded_v3.pt"
+SHIPPED_CHECKPOINT = OPEN_VOCAB_CHECKPOINT  # the default grounder (`--query`, standing queries, `POST /v1/search`)
+# The earlier default (corpus v1, no "not found"); still loadable with `--grounding-model`.
+CORPUS_V1_CHECKPOINT = _CHECKPOINTS / "embedded.pt"

@@ -4,11 +4,14 @@ Returns moments in the design's result schema
 `{"query","start","end","score","modality_weights":{"visual","audio","speech"}}`. Clips longer than
 the model's window are covered by half-overlapping windows whose spans are merged with temporal NMS.
 A checkpoint with a calibrated `abstain_threshold` answers "not found" (no moment) when its best moment scores
-below it; `Grounder.answer` says so together with that best score.
+below it; `Grounder.answer` says so together with that best score. A checkpoint with a fusion file next to it
+(`<name>.fusion.json`, `models/trisense/fusion.py`) answers with the calibrated fusion of its moments and text
+matching instead, held to the fusion's threshold.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +21,7 @@ import torch
 from models.trisense import SHIPPED_CHECKPOINT
 from models.trisense.evidence import batch_evidence
 from models.trisense.features import MODALITIES, ClipFeatures, batch_features
+from models.trisense.fusion import FusionConfig, fuse
 from models.trisense.memory import SecondSelector, second_keys, seconds_to_ranges
 from models.trisense.modeling_trisense import (
     SpanPrediction,
@@ -29,6 +33,7 @@ from models.trisense.modeling_trisense import (
 from models.trisense.text import TextEncoder, default_text_encoder
 
 CHECKPOINT_FORMAT = "foresight-trisense-v1"
+FUSION_CANDIDATES = 10  # learned moments per query that the fusion may rescore
 
 __all__ = ["Answer", "ClipFeatures", "Grounder", "Moment", "load_checkpoint", "save_checkpoint"]
 
@@ -87,6 +92,19 @@ def save_checkpoint(path: str | Path, model: TriSenseModel, meta: dict | None = 
     )
 
 
+def fusion_path(checkpoint: str | Path) -> Path:
+    """Where a checkpoint's fusion calibration lives: `<name>.fusion.json` next to it."""
+    return Path(checkpoint).with_suffix(".fusion.json")
+
+
+def load_fusion(checkpoint: str | Path) -> FusionConfig | None:
+    """The fusion calibration stored next to `checkpoint` (None: the learned grounder answers alone)."""
+    path = fusion_path(checkpoint)
+    if not path.is_file():
+        return None
+    return FusionConfig.from_dict(json.loads(path.read_text())["fusion"])
+
+
 def load_checkpoint(path: str | Path) -> tuple[TriSenseModel, dict]:
     """Rebuild the model from a checkpoint written by `save_checkpoint` (loaded with weights_only=True)."""
     path = Path(path)
@@ -108,10 +126,14 @@ class Grounder:
     """Text query -> ranked moments over one clip's per-second features."""
 
     def __init__(self, model: TriSenseModel, text_encoder: TextEncoder | None = None, meta: dict | None = None,
-                 selector: SecondSelector | None = None, selector_context_s: int = 16):
+                 selector: SecondSelector | None = None, selector_context_s: int = 16,
+                 fusion: FusionConfig | None = None):
         """`selector` (optional): on clips longer than the model window, read only the seconds it selects
-        (plus `selector_context_s` around them) instead of every window; see `models.trisense.memory`."""
+        (plus `selector_context_s` around them) instead of every window; see `models.trisense.memory`.
+        `fusion` (optional): answer with the calibrated fusion of the model and text matching."""
         self.model = model.eval()
+        self.fusion = fusion
+        self._matcher = None
         self.selector, self.selector_context_s = selector, selector_context_s
         self.config = model.config
         self.meta = meta or {}
@@ -119,9 +141,10 @@ class Grounder:
         self.dims = {m: self.config.modality_dim(m) for m in MODALITIES}
 
     @classmethod
-    def load(cls, path: str | Path, text_encoder: TextEncoder | None = None) -> Grounder:
+    def load(cls, path: str | Path, text_encoder: TextEncoder | None = None, fused: bool = True) -> Grounder:
+        """The checkpoint at `path`, with its fusion calibration when it has one and `fused`."""
         model, meta = load_checkpoint(path)
-        return cls(model, text_encoder=text_encoder, meta=meta)
+        return cls(model, text_encoder=text_encoder, meta=meta, fusion=load_fusion(path) if fused else None)
 
     @classmethod
     def from_pretrained(cls, path: str | Path | None = None, text_encoder: TextEncoder | None = None) -> Grounder:
@@ -168,8 +191,25 @@ class Grounder:
 
     @property
     def threshold(self) -> float | None:
-        """The calibrated abstention threshold (None: an older model that always answers)."""
-        return self.config.abstain_threshold
+        """The calibrated abstention threshold: the fusion's when fused (its scores are fused scores), else the
+        model's (None: an older model that always answers)."""
+        return self.fusion.threshold if self.fusion is not None else self.config.abstain_threshold
+
+    def text_moments(self, query: str, pieces: list[tuple[float, ClipFeatures]]) -> list[Moment]:
+        """Text matching's moments (transcript and label events) over `(time_offset, clip)` pieces."""
+        if self._matcher is None:
+            from models.trisense.baselines import TextMatchBaseline  # imports this module
+
+            self._matcher = TextMatchBaseline(self.text_encoder)
+        return [Moment(m.query, offset + m.start, offset + m.end, m.score, m.modality_weights)
+                for offset, clip in pieces for m in self._matcher.ground(query, clip, top_k=100)]
+
+    def fused(self, query: str, learned: list[Moment], pieces: list[tuple[float, ClipFeatures]],
+              top_k: int) -> list[Moment]:
+        """`learned` moments rescored with text matching over the same pieces (unchanged when not fused)."""
+        if self.fusion is None:
+            return nms_moments(learned, top_k)
+        return nms_moments(fuse(learned, self.text_moments(query, pieces), self.fusion), top_k)
 
     @torch.no_grad()
     def ground_windows(
@@ -207,7 +247,9 @@ class Grounder:
         else:
             spans = self.windows(features.num_seconds)
         pieces = [(float(s), features.window(s, e)) for s, e in spans]
-        moments = self.ground_windows(query.strip(), qv, pieces, top_k=top_k)
+        k = max(top_k, FUSION_CANDIDATES) if self.fusion is not None else top_k
+        moments = self.fused(query.strip(), self.ground_windows(query.strip(), qv, pieces, top_k=k),
+                             [(0.0, features)], top_k)
         best = moments[0].score if moments else 0.0
         if abstain and self.threshold is not None:
             moments = [m for m in moments if m.score >= self.threshold]

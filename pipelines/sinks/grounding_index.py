@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from models.trisense.features import MODALITIES, ClipFeatures, shift_items
-from models.trisense.grounder import Grounder, Moment, nms_moments
+from models.trisense.grounder import FUSION_CANDIDATES, Grounder, Moment
 from models.trisense.memory import SecondSelector, SelectedMemory
 from pipelines.sinks.store import Store
 
@@ -263,7 +263,8 @@ class GroundingIndex:
             for s, e in rs:
                 s = max(0, s)
                 pieces.append((sid, s, self.load(sid, s, e)))
-        spans_per_piece = self.grounder.score_windows(qv, [p[2] for p in pieces], top_k=top_k)
+        k = max(top_k, FUSION_CANDIDATES) if self.grounder.fusion is not None else top_k
+        spans_per_piece = self.grounder.score_windows(qv, [p[2] for p in pieces], top_k=k)
         by_source: dict[str, list[Moment]] = {}
         for (sid, offset, _), preds in zip(pieces, spans_per_piece, strict=True):
             for p in preds:
@@ -271,7 +272,10 @@ class GroundingIndex:
                     Moment(query.strip(), offset + p.start, offset + p.end, p.score,
                            dict(zip(MODALITIES, p.weights, strict=True)))
                 )
-        hits = [SearchHit(sid, m) for sid, ms in by_source.items() for m in nms_moments(ms, top_k)]
+        # A fused grounder rescores each source's moments with text matching over the same seconds.
+        hits = [SearchHit(sid, m) for sid, ms in by_source.items()
+                for m in self.grounder.fused(query.strip(), ms, [(float(o), c) for s, o, c in pieces if s == sid],
+                                             top_k)]
         hits.sort(key=lambda h: -h.moment.score)
         return hits[:top_k]
 

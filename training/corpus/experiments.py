@@ -27,7 +27,7 @@ from training.corpus.ship import corpus_stamp, ship
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFM_SHIPPED = prefm.SHIPPED_CHECKPOINT
-GROUNDER_SHIPPED = trisense.SHIPPED_CHECKPOINT
+GROUNDER_SHIPPED = trisense.CORPUS_V1_CHECKPOINT  # corpus v1 ships here; the default is now v3
 
 PREFM_TRAIN = ["--preset", "small", "--epochs", "300", "--batch-size", "32", "--lr", "5e-4", "--lr-min", "5e-6",
                "--warmup", "20", "--val-every", "10", "--seed", "87", "--positional", "--quiet"]

@@ -35,10 +35,17 @@ Predictions = tuple[dict[str, tuple[float, float] | None], dict[str, float]]
 
 
 def predict(method, data: OpenVocabData, records: list[MomentRecord]) -> Predictions:
-    """Top-1 span and its score per query (no abstention yet) for a Grounder or the TextMatchBaseline."""
+    """Top-1 span and its score per query (no abstention yet) for a Grounder (fused with text matching when its
+    checkpoint carries a fusion calibration) or the TextMatchBaseline."""
     scores: dict[str, float] = {}
     if isinstance(method, TextMatchBaseline):
         return predict_text(method, records, data.features, ALL, scores), scores
+    if method.fusion is not None:  # the same path as `foresight analyze --query`
+        spans: dict[str, tuple[float, float] | None] = {}
+        for r in records:
+            top = method.answer(r.query, data.features[r.vid], top_k=1, abstain=False).moments
+            spans[r.qid], scores[r.qid] = ((top[0].start, top[0].end), top[0].score) if top else (None, 0.0)
+        return spans, scores
     qvecs = query_vectors(records, method)
     return predict_model(method, records, data.features, ALL, qvecs, scores=scores), scores
 
@@ -245,8 +252,8 @@ if __name__ == "__main__":
 
 def perception_grounding(corpus: Path, split: str = "test", checkpoint: Path | None = None,
                          speech_corpus: Path | None = None) -> dict:
-    """The open-vocabulary grounder's scores (`OPEN_VOCAB_CHECKPOINT` unless `checkpoint`) on a corpus v3 split,
-    for `foresight eval perception` (fractions in [0, 1]).
+    """The open-vocabulary grounder's scores (`OPEN_VOCAB_CHECKPOINT` unless `checkpoint`, fused with text matching
+    when the checkpoint has a fusion file) on a corpus v3 split, for `foresight eval perception` (fractions in [0, 1]).
 
     Keys: `r1_iou03`, `r1_iou05`, `miou` (over the split's queries; an answer below the calibrated threshold is a
     miss), `abstention_accuracy` and `false_positive_rate` (over absent-answer queries), `answered`,
