@@ -162,3 +162,27 @@ def test_vad_finds_speech_and_splits_a_long_span():
     assert spans[0].start >= cut - vad.pad_s - 1e-6  # the part before the cut is not reported again
     assert spans[-1].end <= 1.0 + len(speech) / RATE + 1.0
 
+
+
+def test_vad_runs_the_onnx_session_directly_with_the_wrappers_numbers():
+    """StreamingVAD calls Silero's ONNX session itself; every window's probability equals the package's own
+    wrapper's, bit for bit, across a stream fed in uneven pieces and after a reset."""
+    import torch
+    from silero_vad import load_silero_vad
+
+    from models.audio.vad import WINDOW, StreamingVAD
+    from training.media.synth import speak
+
+    audio = np.concatenate([np.zeros(RATE // 3, np.float32), speak("Please check the front door."),
+                            np.zeros(RATE, np.float32)])
+    reference = load_silero_vad(onnx=True)
+    with torch.no_grad():
+        expected = [float(reference(torch.from_numpy(audio[i:i + WINDOW]), RATE).item())
+                    for i in range(0, audio.size - WINDOW + 1, WINDOW)]
+    vad = StreamingVAD()
+    got: list[float] = []
+    for start in range(0, audio.size, 7000):  # pieces that do not line up with the windows
+        got += vad.feed(audio[start:start + 7000], start / RATE)[1]
+    assert got == expected and max(expected) > 0.5 > min(expected)
+    vad.reset()
+    assert vad.feed(audio[: 4 * WINDOW], 0.0)[1] == expected[:4]

@@ -13,6 +13,7 @@ import numpy as np
 
 RATE = 16_000
 WINDOW = 512  # samples per Silero window at 16 kHz
+CONTEXT = 64  # samples of the previous window the model sees before each one
 
 
 @dataclass
@@ -24,15 +25,15 @@ class SpeechSpan:
 class StreamingVAD:
     def __init__(self, threshold: float = 0.5, min_silence_s: float = 0.4, min_speech_s: float = 0.25,
                  pad_s: float = 0.1):
-        import copy
-
         from silero_vad import load_silero_vad  # imports torch: kept out of module import for a fast CLI
 
         from models.shared import shared
 
-        # One ONNX session per process; the recurrent state lives in this stream's own copy of the wrapper
-        # (`reset_states` below gives the copy fresh tensors, and calls replace them rather than write into them).
-        self.model = copy.copy(shared("silero-vad", lambda: load_silero_vad(onnx=True)))
+        # One ONNX session per process, run directly: the package's wrapper converts every 32 ms window to and
+        # from torch tensors, which cost more than the model itself. The recurrent state and the context
+        # window are this stream's own; the arithmetic is the wrapper's (probabilities bit-identical, tested).
+        self.session = shared("silero-vad", lambda: load_silero_vad(onnx=True)).session
+        self._rate = np.array(RATE, dtype=np.int64)
         self.threshold = threshold
         self.neg_threshold = max(threshold - 0.15, 0.01)
         self.min_silence_s = min_silence_s
@@ -42,7 +43,8 @@ class StreamingVAD:
 
     def reset(self, at: float = 0.0) -> None:
         """Start a new stream (or a new stretch after a gap) whose next sample is at time `at`."""
-        self.model.reset_states()
+        self._state = np.zeros((2, 1, 128), np.float32)
+        self._context = np.zeros((1, CONTEXT), np.float32)
         self._pending = np.zeros(0, np.float32)
         self._t = at  # time of the first sample in _pending
         self._in_speech = False
@@ -57,19 +59,22 @@ class StreamingVAD:
         n = buf.size // WINDOW
         closed: list[SpeechSpan] = []
         probs: list[float] = []
-        import torch
-
-        with torch.no_grad():
-            for i in range(n):
-                chunk = torch.from_numpy(buf[i * WINDOW:(i + 1) * WINDOW])
-                p = float(self.model(chunk, RATE).item())
-                probs.append(p)
-                span = self._step(p, self._t + i * WINDOW / RATE)
-                if span is not None:
-                    closed.append(span)
+        for i in range(n):
+            p = self.score(buf[i * WINDOW:(i + 1) * WINDOW])
+            probs.append(p)
+            span = self._step(p, self._t + i * WINDOW / RATE)
+            if span is not None:
+                closed.append(span)
         self._t += n * WINDOW / RATE
         self._pending = buf[n * WINDOW:]
         return closed, probs
+
+    def score(self, window: np.ndarray) -> float:
+        """Speech probability of the next 512-sample window of this stream."""
+        x = np.concatenate([self._context, window.reshape(1, WINDOW)], axis=1)
+        out, self._state = self.session.run(None, {"input": x, "state": self._state, "sr": self._rate})
+        self._context = x[:, -CONTEXT:]
+        return float(out[0, 0])
 
     def _step(self, p: float, t: float) -> SpeechSpan | None:
         if not self._in_speech:
