@@ -10,6 +10,7 @@ overlap the first seconds' analysis.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import deque
@@ -98,8 +99,9 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     clock = graph.StageClock()
 
     def build(node: graph.Node):
-        limit_threads(1)  # here, not before: importing torch would hold up every build
         stage = cache.get(node, options)
+        if "torch" in sys.modules:  # one intra-op thread; set once a stage has imported torch, so that stages
+            limit_threads(1)  # without it (visual) start on their seconds while torch still loads
         clock.begin(node.name, stage)
         return stage
 
@@ -148,8 +150,6 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
 
 def ray_node_id() -> str | None:
     """The Ray node this process runs on (a batch task, an API job), or None outside Ray."""
-    import sys
-
     ray = sys.modules.get("ray")  # never import Ray just to ask
     if ray is None or not ray.is_initialized():
         return None
