@@ -119,7 +119,8 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     pending: deque[tuple[float, Future]] = deque()
 
     def deliver(keep: int) -> None:
-        while len(pending) > keep:
+        """Write finished seconds in order: every one already done, then wait until at most `keep` remain."""
+        while pending and (len(pending) > keep or pending[0][1].done()):
             end, record = pending.popleft()
             sink.write(record.result())
             if progress is not None and reader.info is not None and reader.info.duration_s:
