@@ -65,5 +65,8 @@ def test_a_stop_request_keeps_the_seconds_read_so_far(clip):
             stop.set()
 
     result = analyze_inline(str(clip), progress=progress, stop_event=stop)
-    assert 2 <= len(result["seconds"]) < 8
-    assert [s["t"] for s in result["seconds"]] == [float(i) for i in range(len(result["seconds"]))]
+    kept = len(result["seconds"])
+    assert 2 <= kept < 8
+    assert [s["t"] for s in result["seconds"]] == [float(i) for i in range(kept)]
+    assert result["ingest"]["analysed_until"] == float(kept)  # not how far the reader had read ahead
+    assert result["ingest"]["warnings"] == [f"stopped on request after {kept:.1f} s"]

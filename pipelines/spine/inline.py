@@ -117,6 +117,7 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
                                                                 list(a)), args)
 
     pending: deque[tuple[float, Future]] = deque()
+    stopped_at: float | None = None  # end of the last second taken into the graph, on a stop request
 
     def deliver(keep: int) -> None:
         """Write finished seconds in order: every one already done, then wait until at most `keep` remain."""
@@ -127,10 +128,13 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
                 progress(min(1.0, end / reader.info.duration_s))
 
     try:
+        last_end = 0.0
         while (seg := reader.get()) is not None:
             if stop_event is not None and stop_event.is_set():
-                break  # the seconds already in the graph still finish
+                stopped_at = last_end  # the seconds already in the graph still finish; the reader's later ones
+                break  # are not analyzed, and the result says so
             pending.append((seg.end, graph.step(nodes, call, seg, Second.of(seg))))
+            last_end = float(seg.end)
             deliver(IN_FLIGHT)
         reader.stop()
         deliver(0)
@@ -138,6 +142,9 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     finally:
         reader.stop()
         threads.close()
+    if stopped_at is not None:
+        reader.stats.analysed_until = stopped_at
+        reader.stats.warnings.append(f"stopped on request after {stopped_at:.1f} s")
     info = reader.info
     built = {name: future.result() for name, future in stages.items()}
     timings = graph.stage_timings(reader.timings, clock.busy,
