@@ -12,13 +12,13 @@ matching instead, held to the fusion's threshold.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from models.trisense import SHIPPED_CHECKPOINT
+from models.trisense.baselines import TextMatchBaseline
 from models.trisense.evidence import batch_evidence
 from models.trisense.features import MODALITIES, ClipFeatures, batch_features
 from models.trisense.fusion import FusionConfig, fuse
@@ -28,53 +28,14 @@ from models.trisense.modeling_trisense import (
     TriSenseConfig,
     TriSenseModel,
     decode_spans,
-    temporal_iou,
 )
+from models.trisense.moments import Answer, Moment, nms_moments
 from models.trisense.text import TextEncoder, default_text_encoder
 
 CHECKPOINT_FORMAT = "foresight-trisense-v1"
 FUSION_CANDIDATES = 10  # learned moments per query that the fusion may rescore
 
 __all__ = ["Answer", "ClipFeatures", "Grounder", "Moment", "load_checkpoint", "save_checkpoint"]
-
-
-@dataclass
-class Moment:
-    """One grounded moment; `to_dict` gives exactly the result-schema entry."""
-
-    query: str
-    start: float
-    end: float
-    score: float
-    modality_weights: dict[str, float]
-
-    def to_dict(self) -> dict:
-        return {
-            "query": self.query,
-            "start": round(float(self.start), 3),
-            "end": round(float(self.end), 3),
-            "score": round(float(self.score), 4),
-            "modality_weights": {m: round(float(self.modality_weights[m]), 4) for m in MODALITIES},
-        }
-
-
-@dataclass
-class Answer:
-    """A query's answer: its moments (empty = not found), the best score seen and the threshold it was held to."""
-
-    query: str
-    moments: list[Moment]
-    best_score: float
-    threshold: float | None
-
-    @property
-    def found(self) -> bool:
-        return bool(self.moments)
-
-    def to_dict(self) -> dict:
-        return {"query": self.query, "found": self.found, "best_score": round(float(self.best_score), 4),
-                "threshold": None if self.threshold is None else round(float(self.threshold), 4),
-                "moments": [m.to_dict() for m in self.moments]}
 
 
 def save_checkpoint(path: str | Path, model: TriSenseModel, meta: dict | None = None) -> None:
@@ -198,8 +159,6 @@ class Grounder:
     def text_moments(self, query: str, pieces: list[tuple[float, ClipFeatures]]) -> list[Moment]:
         """Text matching's moments (transcript and label events) over `(time_offset, clip)` pieces."""
         if self._matcher is None:
-            from models.trisense.baselines import TextMatchBaseline  # imports this module
-
             self._matcher = TextMatchBaseline(self.text_encoder)
         return [Moment(m.query, offset + m.start, offset + m.end, m.score, m.modality_weights)
                 for offset, clip in pieces for m in self._matcher.ground(query, clip, top_k=100)]
@@ -268,14 +227,3 @@ class Grounder:
         chosen = kept[self.selector.select(qc, keys[:, kept], present[:, kept])]
         ranges = seconds_to_ranges(chosen, features.num_seconds, self.selector_context_s, self.config.max_window_s)
         return [(s, e) for s, e in ranges]
-
-
-def nms_moments(moments: list[Moment], top_k: int, iou: float = 0.5) -> list[Moment]:
-    """Keep the best-scoring moments, dropping those overlapping a kept one by more than `iou`."""
-    kept: list[Moment] = []
-    for m in sorted(moments, key=lambda x: -x.score):
-        if all(temporal_iou((m.start, m.end), (k.start, k.end)) <= iou for k in kept):
-            kept.append(m)
-        if len(kept) >= top_k:
-            break
-    return kept
