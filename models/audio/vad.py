@@ -16,6 +16,27 @@ WINDOW = 512  # samples per Silero window at 16 kHz
 CONTEXT = 64  # samples of the previous window the model sees before each one
 
 
+def silero_session():
+    """Silero VAD's ONNX model from the `silero-vad` wheel, opened as the package opens it (ONNX Runtime, one
+    thread, CPU), without importing the package: its `__init__` imports torch, seconds a speech stage need not
+    wait for."""
+    import importlib.util
+    from pathlib import Path
+
+    import onnxruntime as ort
+
+    spec = importlib.util.find_spec("silero_vad")
+    if spec is None or not spec.submodule_search_locations:
+        from models.errors import BadInput
+
+        raise BadInput("speech detection needs the `silero-vad` package (pip install silero-vad)")
+    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "silero_vad.onnx"
+    opts = ort.SessionOptions()
+    opts.inter_op_num_threads = 1
+    opts.intra_op_num_threads = 1
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"], sess_options=opts)
+
+
 @dataclass
 class SpeechSpan:
     start: float
@@ -25,14 +46,12 @@ class SpeechSpan:
 class StreamingVAD:
     def __init__(self, threshold: float = 0.5, min_silence_s: float = 0.4, min_speech_s: float = 0.25,
                  pad_s: float = 0.1):
-        from silero_vad import load_silero_vad  # imports torch: kept out of module import for a fast CLI
-
         from models.shared import shared
 
         # One ONNX session per process, run directly: the package's wrapper converts every 32 ms window to and
         # from torch tensors, which cost more than the model itself. The recurrent state and the context
         # window are this stream's own; the arithmetic is the wrapper's (probabilities bit-identical, tested).
-        self.session = shared("silero-vad", lambda: load_silero_vad(onnx=True)).session
+        self.session = shared("silero-vad", silero_session)
         self._rate = np.array(RATE, dtype=np.int64)
         self.threshold = threshold
         self.neg_threshold = max(threshold - 0.15, 0.01)
