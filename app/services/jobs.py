@@ -21,6 +21,7 @@ from pipelines import AnalyzeOptions, GroundingConfig, analyze_inline
 from pipelines.sinks.store import Store
 
 JOB_META = ".job.json"
+JOB_TASK_OPTIONS = dict(num_cpus=1, max_retries=1)  # one analysis a logical CPU; a crashed worker retries once
 
 
 def _upload_on_disk(folder: Path, name: str) -> tuple[dict, Path | None]:
@@ -193,7 +194,7 @@ class JobManager:
         from pipelines.spine.runtime import ensure_ray
 
         ensure_ray()
-        self._task = ray.remote(num_cpus=1, max_retries=1)(analyze_job)
+        self._task = ray.remote(**JOB_TASK_OPTIONS)(analyze_job)
         if self.parallel is None:
             self.parallel = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._thread = threading.Thread(target=self._loop, name="job-manager", daemon=True)

@@ -34,7 +34,10 @@ from pipelines.spine.fair import FairTurns
 from pipelines.stages.config import limit_threads
 from pipelines.stages.record import Second
 
-STAGE_OPTIONS = dict(max_restarts=3, max_task_retries=3, num_cpus=0.25)
+# The hosts reserve no CPU: they live as long as their driver (a server keeps them after its streams end), and
+# five or six quarter-CPU reservations left a 2-CPU node unable to schedule the one-CPU job and batch tasks, so an
+# upload after a live stream waited forever. Their load shows as the streams' dropped seconds and budget instead.
+STAGE_OPTIONS = dict(max_restarts=3, max_task_retries=3, num_cpus=0)
 HOST_PREFIX = "foresight-stage-"
 
 
