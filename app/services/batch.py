@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.services.jobs import outcome, record_outcome
+from app.services.jobs import JOB_TASK_OPTIONS, outcome, record_outcome
 from models.errors import BadInput
 from pipelines.media.sources import MEDIA_EXTENSIONS, content_hash
 from pipelines.sinks.exporters import summary_row, summary_table, to_webvtt, write_json
@@ -86,7 +86,7 @@ def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | 
 
     if todo:
         ensure_ray()
-        task = ray.remote(num_cpus=1, max_retries=1)(_task)
+        task = ray.remote(**JOB_TASK_OPTIONS)(_task)
         pending = {}
         queue = list(todo)
         limit = max_parallel or max(1, int(ray.available_resources().get("CPU", 1)))
