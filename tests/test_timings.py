@@ -7,7 +7,7 @@ import pytest
 
 from training.media.synth import flash_tone_clip
 
-EXPECTED = {"decode_s", "segment_s", "speech_s", "audio_s", "visual_s", "parser_s", "safety_s", "sink_s"}
+EXPECTED = {"decode_s", "segment_s", "speech_s", "audio_s", "transcribe_s", "visual_s", "parser_s", "safety_s", "sink_s"}
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,8 @@ def check(result: dict) -> dict:
     assert all(v <= wall + 0.05 for v in stages.values()), (stages, wall)  # nothing outlasts the analysis
     assert stages["decode_s"] > 0 and stages["speech_s"] > 0 and stages["visual_s"] > 0
     detail = timings["stages_detail"]
-    assert {"vad_s", "asr_s"} <= set(detail["speech"]) and {"tags_s", "mel_s"} <= set(detail["audio"])
+    assert set(detail["speech"]) == {"vad_s"} and set(detail["transcribe"]) == {"asr_s"}
+    assert {"tags_s", "mel_s"} <= set(detail["audio"])
     assert {"detector_s", "pose_s", "faces_s", "frames_s"} <= set(detail["visual"])
     for name, parts in detail.items():  # parts are inside their stage's total (pose runs beside the others)
         serial = {k: v for k, v in parts.items() if k != "pose_s"}

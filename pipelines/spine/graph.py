@@ -1,7 +1,8 @@
 """The stage graph, declared once and run by both runners (Ray actors in `actors.py`, inline in `inline.py`).
 
 Every second, speech, audio and visual read the segment (audio also takes speech's output: its VAD window
-probabilities, so Silero runs once); the parser fills the second's record from their outputs; grounding (only
+probabilities, so Silero runs once); transcribe runs Whisper on the speech pieces speech cut; the parser fills
+the second's record from what was heard (spans and transcript), the sounds and the picture; grounding (only
 with queries or an index) and safety add to the record; the sink takes it. At the end of the stream each node
 with a `finish` closes what it holds, in the same order, which yields the final record. A runner only decides how a call is made (an actor method call with ObjectRefs, or a plain call).
 """
@@ -32,9 +33,12 @@ GRAPH: tuple[Node, ...] = (
     Node("speech", "pipelines.stages.speech:SpeechStage", "stages", ("segment",), "speech", finish=()),
     # audio takes speech's VAD window probabilities for its vector: Silero runs once per second
     Node("audio", "pipelines.stages.audio:AudioStage", "stages", ("segment", "speech"), "audio"),
+    # Whisper on the pieces speech cut, beside the VAD of the next seconds
+    Node("transcribe", "pipelines.stages.speech:TranscribeStage", "stages", ("speech",), "heard",
+         finish=("speech",)),
     Node("visual", "pipelines.stages.visual:VisualStage", "stages", ("segment",), "visual"),
-    Node("parser", "pipelines.stages.parser:ParserStage", "stages", ("record", "speech", "audio", "visual"),
-         "record", finish=("speech",)),
+    Node("parser", "pipelines.stages.parser:ParserStage", "stages", ("record", "heard", "audio", "visual"),
+         "record", finish=("heard",)),
     Node("grounding", "pipelines.stages.grounding:GroundingStage", "grounding", ("record", "audio", "visual"),
          "record", finish=("record",), optional=True),
     Node("safety", "pipelines.stages.safety:SafetyStage", "stages", ("record",), "record", finish=("record",)),
