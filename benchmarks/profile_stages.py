@@ -110,9 +110,11 @@ def rest_latency(clip: Path, runs: int = 4) -> list[float]:
                     r = client.post("/v1/analyze", files={"file": (clip.name, clip.read_bytes(), "video/mp4")})
                     r.raise_for_status()
                     job = r.json()["job_id"]
-                    while client.get(f"/v1/jobs/{job}").json()["status"] not in ("done", "failed"):
+                    while (status := client.get(f"/v1/jobs/{job}").json())["status"] not in ("done", "failed"):
                         time.sleep(0.05)
                     turnaround.append(time.perf_counter() - t0)
+                    if status["status"] != "done":  # a failed job's turnaround is not a latency
+                        raise SystemExit(f"upload {len(turnaround)} failed: {status.get('error')}")
             return turnaround
         finally:
             os.killpg(server.pid, signal.SIGTERM)
