@@ -28,6 +28,7 @@ import numpy as np
 from models.encoders.base import public_fields
 from models.encoders.detector import ObjectDetector
 from models.encoders.weights import mediapipe_task
+from models.native_logs import quiet_native_logs
 
 # MediaPipe pose landmark indices used for posture and body centre.
 L_SHOULDER, R_SHOULDER, L_HIP, R_HIP, L_KNEE, R_KNEE = 11, 12, 23, 24, 25, 26
@@ -105,7 +106,9 @@ class PoseTracker:
         options = vision.PoseLandmarkerOptions(
             base_options=BaseOptions(model_asset_path=str(mediapipe_task("pose_landmarker_full.task"))),
             running_mode=vision.RunningMode.VIDEO, num_poses=num_poses)
-        self.landmarker = vision.PoseLandmarker.create_from_options(options)
+        with quiet_native_logs():
+            self.landmarker = vision.PoseLandmarker.create_from_options(options)
+        self._first_call = True
         _close_at_exit(self)
         self.reset()
 
@@ -139,7 +142,12 @@ class PoseTracker:
             ms = max(int(round(t * 1000)) + self._offset_ms, self._last_ms + 1)  # VIDEO mode: increasing only
             self._last_ms = ms
             image = self._mp.Image(image_format=self._mp.ImageFormat.SRGB, data=np.ascontiguousarray(frame))
-            result = self.landmarker.detect_for_video(image, ms)
+            if self._first_call:  # the first inference logs a memory-alignment warning
+                with quiet_native_logs():
+                    result = self.landmarker.detect_for_video(image, ms)
+                self._first_call = False
+            else:
+                result = self.landmarker.detect_for_video(image, ms)
             seen: list[dict] = []
             for lms in result.pose_landmarks:
                 pts = np.array([[lm.x, lm.y] for lm in lms])
@@ -165,7 +173,8 @@ class PoseTracker:
 
     def close(self) -> None:
         if self.landmarker is not None:
-            self.landmarker.close()
+            with quiet_native_logs():
+                self.landmarker.close()
             self.landmarker = None  # its finaliser runs now, not during interpreter shutdown
 
 
@@ -180,14 +189,22 @@ class FaceCounter:
         options = vision.FaceLandmarkerOptions(
             base_options=BaseOptions(model_asset_path=str(mediapipe_task("face_landmarker.task"))),
             running_mode=vision.RunningMode.IMAGE, num_faces=num_faces)
-        self.landmarker = vision.FaceLandmarker.create_from_options(options)
+        with quiet_native_logs():
+            self.landmarker = vision.FaceLandmarker.create_from_options(options)
+        self._first_call = True
         _close_at_exit(self)
 
     def detect(self, rgb: np.ndarray) -> list[dict]:
         h, w = rgb.shape[:2]
         image = self._mp.Image(image_format=self._mp.ImageFormat.SRGB, data=np.ascontiguousarray(rgb))
         faces = []
-        for lms in self.landmarker.detect(image).face_landmarks:
+        if self._first_call:
+            with quiet_native_logs():
+                found = self.landmarker.detect(image).face_landmarks
+            self._first_call = False
+        else:
+            found = self.landmarker.detect(image).face_landmarks
+        for lms in found:
             xs, ys = [lm.x * w for lm in lms], [lm.y * h for lm in lms]
             faces.append({"box": [round(max(0.0, min(xs)), 1), round(max(0.0, min(ys)), 1),
                                   round(min(float(w), max(xs)), 1), round(min(float(h), max(ys)), 1)]})
@@ -195,7 +212,8 @@ class FaceCounter:
 
     def close(self) -> None:
         if self.landmarker is not None:
-            self.landmarker.close()
+            with quiet_native_logs():
+                self.landmarker.close()
             self.landmarker = None  # its finaliser runs now, not during interpreter shutdown
 
 
