@@ -27,6 +27,9 @@ IMPORTS = {
         "from models.safety.embed import minilm_dir; SentenceTransformer(str(minilm_dir()), device='cpu')"),
     "torch + scikit-learn TF-IDF": "import torch, sklearn.feature_extraction.text",
     "onnxruntime + tokenizers": "import onnxruntime, tokenizers",
+    "MiniLM through ONNX Runtime (models/minilm.py, export cached), loaded": (
+        "from models.minilm import load_sentence_model; from models.safety.embed import minilm_dir; "
+        "load_sentence_model(minilm_dir()).encode(['warm'])"),
 }
 
 
@@ -61,6 +64,10 @@ def vad_ms_per_window(seconds: float = 20.0) -> tuple[float, float]:
 
 
 def main() -> None:
+    from models.minilm import load_sentence_model
+    from models.safety.embed import minilm_dir
+
+    load_sentence_model(minilm_dir())  # exports MiniLM to ONNX if this machine has no export yet
     print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs")
     print("| import in a fresh interpreter | CPU s |")
     print("| --- | ---: |")

@@ -48,8 +48,8 @@ def pooled_dimension(model_dir: Path) -> int | None:
 class SentenceEmbedder:
     """Encodes sentences on one CPU thread and remembers every vector it has computed.
 
-    The model loads on a thread of its own (importing sentence-transformers takes seconds), so a stage that
-    builds one goes on at once and only its first new sentence waits; vectors already on disk
+    The model (`models/minilm.py`: ONNX Runtime, or sentence-transformers) loads on a thread of its own, so a
+    stage that builds one goes on at once and only its first new sentence waits; vectors already on disk
     (`encode_stored`) never wait."""
 
     def __init__(self, model_dir: str | Path | None = None, batch_size: int = 64):
@@ -65,27 +65,21 @@ class SentenceEmbedder:
         self.dim = dim if dim is not None else self._model.result()[1]  # else the size is known once loaded
 
     def _load(self):
-        import torch
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
+        from models.minilm import load_sentence_model
 
-        torch.set_num_threads(1)
-        hf_logging.disable_progress_bar()  # loaded behind the analysis: its bar would cut into ours
-        model = SentenceTransformer(str(self.model_dir), device="cpu")
-        dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        return model, int(dim())
+        model = load_sentence_model(self.model_dir)
+        return model, model.dim
 
     @property
     def model(self):
-        """The SentenceTransformer, once loaded (an error loading it is raised here)."""
+        """The sentence model (`models/minilm.py`), once loaded (an error loading it is raised here)."""
         return self._model.result()[0]
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit vectors, one row per text."""
         todo = sorted({t for t in texts if t not in self._cache})
         if todo:
-            vecs = self.model.encode(todo, batch_size=self.batch_size, normalize_embeddings=True,
-                                     show_progress_bar=False, convert_to_numpy=True)
+            vecs = self.model.encode(todo, batch_size=self.batch_size)
             self._cache.update(zip(todo, vecs.astype(np.float32), strict=True))
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

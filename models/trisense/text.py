@@ -40,11 +40,9 @@ class TextEncoder:
     def _load(self):
         with self._lock:
             if self._model is None:
-                import torch
-                from sentence_transformers import SentenceTransformer
+                from models.minilm import load_sentence_model
 
-                torch.set_num_threads(1)
-                self._model = SentenceTransformer(self.model_path, device="cpu")
+                self._model = load_sentence_model(self.model_path)
         return self._model
 
     def encode(self, texts: list[str] | str, batch_size: int = 64) -> np.ndarray:
@@ -54,9 +52,7 @@ class TextEncoder:
         out = np.zeros((len(items), TEXT_DIM), dtype=np.float32)
         todo = sorted({t for t in items if t.strip() and t not in self._cache})
         if todo:
-            vecs = self._load().encode(
-                todo, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
-            )
+            vecs = self._load().encode(todo, batch_size=batch_size)
             if len(self._cache) + len(todo) > self._cache_size:
                 self._cache.clear()
             for text, vec in zip(todo, vecs, strict=True):
@@ -65,17 +61,14 @@ class TextEncoder:
             if text.strip():
                 vec = self._cache.get(text)
                 if vec is None:  # evicted between the two loops: encode alone
-                    vec = np.asarray(
-                        self._load().encode([text], normalize_embeddings=True, show_progress_bar=False)[0],
-                        dtype=np.float32,
-                    )
+                    vec = self._load().encode([text])[0]
                 out[i] = vec
         return out[0] if single else out
 
 
 @lru_cache(maxsize=1)
 def default_text_encoder() -> TextEncoder:
-    """One shared encoder per process (the model takes ~4 s and ~90 MB to load)."""
+    """One shared encoder per process (its model is the process's one MiniLM, `models/minilm.py`)."""
     return TextEncoder()
 
 
