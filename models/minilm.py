@@ -52,6 +52,9 @@ def export_onnx(model_dir: Path, path: Path) -> Path:
 
     import torch
     from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
     class TokenVectors(torch.nn.Module):
         def __init__(self, model: torch.nn.Module):

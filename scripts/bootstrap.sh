@@ -46,3 +46,12 @@ if [ ! -s data/demo.mp4 ]; then
   echo "[setup] building data/demo.mp4 from espeak-ng speech, freedesktop sounds and scikit-image pictures"
   .venv/bin/foresight demo-clip data/demo.mp4
 fi
+
+# MiniLM's ONNX export (models/minilm.py): done once here, so no analysis pays the ~3 s export.
+.venv/bin/python -c "
+from models.minilm import exported_path, load_sentence_model
+from models.safety.embed import minilm_dir
+if not exported_path(minilm_dir()).is_file():
+    print('[setup] exporting MiniLM to ONNX Runtime (once)')
+    load_sentence_model(minilm_dir())
+"
