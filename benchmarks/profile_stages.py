@@ -59,14 +59,18 @@ def child_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+LAST_STDERR: list[str] = []  # the last lines the latest timed command wrote to stderr, for a failure's message
+
+
 def timed(cmd: list[str], label: str | None = None) -> tuple[float, int]:
     """Wall seconds and exit status of `cmd`; its CPU seconds (user + system, the children it waited for) go
     into CPU_S[label] when a label is given."""
     cpu0, t0 = child_cpu(), time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - t0
     if label:
         CPU_S[label] = child_cpu() - cpu0
+    LAST_STDERR[:] = proc.stderr.splitlines()[-15:]
     return wall, proc.returncode
 
 
@@ -76,7 +80,7 @@ def analyze(clip: Path, *flags: str) -> tuple[float, dict]:
         wall, code = timed([sys.executable, "-m", "app.cli", "analyze", str(clip), "--out", str(out), "-q", *flags],
                            label=" ".join(flags) or "full")
         if code != 0:
-            raise SystemExit(f"analyze {clip} {flags} exited {code}")
+            raise SystemExit(f"analyze {clip} {flags} exited {code}:\n" + "\n".join(LAST_STDERR))
         return wall, json.loads(out.read_text())
 
 

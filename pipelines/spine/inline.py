@@ -29,7 +29,7 @@ from pipelines.stages.grounding import checkpoint_path
 from pipelines.stages.parser import prefm_checkpoint
 from pipelines.stages.record import Second
 
-IN_FLIGHT = 8  # seconds in the graph at once: enough to overlap the nodes, few enough to hold little memory
+IN_FLIGHT = 32  # seconds in the graph at once: more than a speech span, so Whisper's turn stalls no node; memory stays small
 
 
 class StageCache:
