@@ -63,7 +63,11 @@ class Chromium:
                 if "navigated or closed" not in str(exc) and "context" not in str(exc).lower():
                     raise
             time.sleep(0.5)
-        raise TimeoutError(f"timed out waiting for {what or expression}")
+        try:  # what the page showed instead: a flaky wait says why in CI's log
+            shown = str(self.js("document.body ? document.body.innerText : ''"))[-1500:]
+        except RuntimeError:
+            shown = "(page not readable)"
+        raise TimeoutError(f"timed out waiting for {what or expression}; the page showed:\n{shown}")
 
     def set_file(self, selector: str, path: Path) -> None:
         root = self.call("DOM.getDocument", depth=-1, pierce=True)["root"]["nodeId"]
