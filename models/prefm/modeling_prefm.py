@@ -22,6 +22,7 @@ outputs. The same module, run over a whole clip instead of a window, is the offl
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -280,7 +281,6 @@ class PreFM(nn.Module):
     def from_pretrained(cls, path: Any = None) -> PreFM:
         """The model of the PreFM checkpoint at `path` (str or Path), by default the shipped one."""
         from models.prefm import SHIPPED_CHECKPOINT
-        from models.prefm.online import load_checkpoint
 
         return load_checkpoint(SHIPPED_CHECKPOINT if path is None else path)[0]
 
@@ -369,3 +369,24 @@ def probabilities(logits: torch.Tensor, task: str) -> dict[str, torch.Tensor]:
         pa, pv = p[..., 0, :], p[..., 1, :]
         return {"audio": pa, "visual": pv, "av": torch.sqrt(pa * pv)}
     return {"av": p}
+
+
+CHECKPOINT_FORMAT = "foresight-prefm-v1"  # one .pt file: state dict + config dict + metadata, weights_only-safe
+
+
+def load_checkpoint(path: str | Path, map_location: str = "cpu") -> tuple[PreFM, PreFMConfig, dict[str, Any]]:
+    """Model (in eval mode), config and metadata of a PreFM checkpoint (`online.save_checkpoint` writes them)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # a corrupt file or a pickle with objects weights_only refuses
+        raise ValueError(f"{path}: not a loadable PreFM checkpoint ({type(exc).__name__})") from exc
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: not a {CHECKPOINT_FORMAT} checkpoint")
+    config = PreFMConfig.from_dict(payload["config"])
+    model = PreFM(config)
+    model.load_state_dict(payload["state_dict"])
+    model.eval()
+    return model, config, dict(payload.get("meta", {}))

@@ -16,9 +16,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from models.prefm.modeling_prefm import PreFM, PreFMConfig, probabilities
+from models.prefm.modeling_prefm import CHECKPOINT_FORMAT, PreFM, PreFMConfig, probabilities
+from models.prefm.modeling_prefm import (
+    load_checkpoint as load_checkpoint,  # beside save_checkpoint, as callers expect
+)
 
-CHECKPOINT_FORMAT = "foresight-prefm-v1"
 MODALITY_NAMES = {"audio": "audio", "visual": "visual", "av": "audio-visual"}
 
 
@@ -301,7 +303,7 @@ class OnlineParser:
 
 
 # --------------------------------------------------------------------------------------------------
-# Checkpoints: one .pt file, state dict + config dict + metadata, loadable with weights_only=True
+# Checkpoints: one .pt file, state dict + config dict + metadata (read by modeling_prefm.load_checkpoint)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -313,20 +315,3 @@ def save_checkpoint(path: str | Path, model: PreFM, config: PreFMConfig, meta: d
                "meta": dict(meta or {})}
     torch.save(payload, path)
     return path
-
-
-def load_checkpoint(path: str | Path, map_location: str = "cpu") -> tuple[PreFM, PreFMConfig, dict[str, Any]]:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint not found: {path}")
-    try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as exc:  # a corrupt file or a pickle with objects weights_only refuses
-        raise ValueError(f"{path}: not a loadable PreFM checkpoint ({type(exc).__name__})") from exc
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path}: not a {CHECKPOINT_FORMAT} checkpoint")
-    config = PreFMConfig.from_dict(payload["config"])
-    model = PreFM(config)
-    model.load_state_dict(payload["state_dict"])
-    model.eval()
-    return model, config, dict(payload.get("meta", {}))
