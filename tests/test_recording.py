@@ -102,3 +102,27 @@ def test_a_stream_without_picture_stages_is_recorded_without_decoding_video(demo
     assert stats["recording"]["segments_written"] >= 3 and stats["recording"]["errors"] == 0
     frames = clip_frames(cut_clip(tmp_path / "s", 1.0, 4.0).data)
     assert len(frames) >= 60 and max(f.mean() for _, f in frames) > 20  # real pictures, not blank
+
+
+def test_the_open_segment_is_readable_up_to_its_last_packet(demo_clip, tmp_path):
+    """A watch that fired a moment ago lies in the segment still being written: its packets must be on disk at
+    once (MPEG-TS is otherwise written in 256 kB blocks, seconds behind a camera), so the playback finds them."""
+    folder = tmp_path / "open"
+    recorder = Recorder(RecordConfig(str(folder), segment_s=600.0))  # one segment, never cut
+    with av.open(str(demo_clip[0])) as container:
+        streams = [container.streams.video[0], container.streams.audio[0]]
+        recorder.connect(streams, lambda t: t)
+        last = 0.0
+        for packet in container.demux(streams):
+            if packet.pts is None:
+                continue
+            last = max(last, float(packet.pts * packet.time_base))  # before write, which retimes the packet
+            recorder.write(packet)
+            if last >= 6.0:
+                break
+        assert len(list_segments(folder)) == 1  # still open
+        lo, hi = recorded_range(folder)
+        assert hi >= 5.5, (lo, hi)
+        frames = clip_frames(cut_clip(folder, 4.0, 6.0).data)
+        assert frames, "the open segment's recent seconds could not be cut"
+    recorder.close()

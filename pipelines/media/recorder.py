@@ -110,7 +110,9 @@ class Recorder:
     def _open(self, t: float) -> None:
         self.close()
         self._path = self.folder / f"{max(0, round(t * 1000)):012d}{SUFFIX}"
-        self._out = av.open(str(self._path), "w", format="mpegts")
+        # flush_packets: every packet reaches the file at once (MPEG-TS is otherwise written in 256 kB blocks,
+        # which for a low-bitrate camera is many seconds), so a moment that just fired can be played back
+        self._out = av.open(str(self._path), "w", format="mpegts", options={"flush_packets": "1"})
         self._out_streams = {i: self._out.add_stream_from_template(s) for i, s in self._inputs.items()}
         self._start = t
         self.segments_written += 1
