@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -142,13 +143,21 @@ class TorchSentenceModel:
         return np.asarray(vecs, np.float32).reshape(len(texts), self.dim)
 
 
+_MODELS: dict[str, OnnxSentenceModel | TorchSentenceModel] = {}
+_LOADING = threading.Lock()
+
+
 def load_sentence_model(model_dir: str | Path) -> OnnxSentenceModel | TorchSentenceModel:
     """The process's model for this folder: ONNX Runtime when possible (exporting it the first time), else
-    sentence-transformers. Shared by every caller in the process (`models/shared.py`)."""
-    from models.shared import shared
+    sentence-transformers, shared by every caller in the process.
 
-    model_dir = Path(model_dir).resolve()
-    return shared(("sentence-model", str(model_dir)), lambda: _load(model_dir))
+    Kept here under a lock of its own, not in `models/shared.py`: the safety embedder loads it on a thread while
+    its builder holds that module's lock waiting for the vectors, which deadlocked a fresh machine."""
+    key = str(Path(model_dir).resolve())
+    with _LOADING:
+        if key not in _MODELS:
+            _MODELS[key] = _load(Path(key))
+        return _MODELS[key]
 
 
 def _load(model_dir: Path) -> OnnxSentenceModel | TorchSentenceModel:

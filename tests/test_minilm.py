@@ -74,3 +74,23 @@ def test_a_broken_export_falls_back_with_a_warning(tmp_path, monkeypatch, caplog
         model = _load(minilm_dir())
     assert isinstance(model, TorchSentenceModel)
     assert "sentence-transformers" in caplog.text
+
+
+def test_the_safety_stage_builds_when_no_rule_vector_is_stored_yet(tmp_path):
+    """A fresh machine: the stage's builder holds the shared-model lock while the embedder's loader thread loads
+    MiniLM for the rule vectors it waits for (this deadlocked once; the export is copied in, so only the stored
+    rule vectors are missing)."""
+    load_sentence_model(minilm_dir())
+    cached = exported_path(minilm_dir())
+    target = tmp_path / "onnx" / cached.name
+    target.parent.mkdir()
+    shutil.copyfile(cached, target)
+    code = ("from pipelines.stages.config import StageConfig; from pipelines.stages.safety import SafetyStage; "
+            "stage = SafetyStage(StageConfig()); print(stage.monitor.retriever.rule_emb_text.shape)")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": os.getcwd(), "FORESIGHT_CACHE": str(tmp_path)})
+    except subprocess.TimeoutExpired:
+        pytest.fail("building the safety stage hung")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "384)" and list((tmp_path / "arrays").glob("minilm-*.npy"))
