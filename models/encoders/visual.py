@@ -28,7 +28,7 @@ import numpy as np
 from models.encoders.base import public_fields
 from models.encoders.detector import ObjectDetector
 from models.encoders.weights import mediapipe_task
-from models.native_logs import quiet_native_logs
+from models.native_logs import QuietFirstCall, quiet_native_logs
 
 # MediaPipe pose landmark indices used for posture and body centre.
 L_SHOULDER, R_SHOULDER, L_HIP, R_HIP, L_KNEE, R_KNEE = 11, 12, 23, 24, 25, 26
@@ -108,7 +108,7 @@ class PoseTracker:
             running_mode=vision.RunningMode.VIDEO, num_poses=num_poses)
         with quiet_native_logs():
             self.landmarker = vision.PoseLandmarker.create_from_options(options)
-        self._first_call = True
+        self._quiet = QuietFirstCall()  # the first inference logs a memory-alignment warning
         _close_at_exit(self)
         self.reset()
 
@@ -142,12 +142,7 @@ class PoseTracker:
             ms = max(int(round(t * 1000)) + self._offset_ms, self._last_ms + 1)  # VIDEO mode: increasing only
             self._last_ms = ms
             image = self._mp.Image(image_format=self._mp.ImageFormat.SRGB, data=np.ascontiguousarray(frame))
-            if self._first_call:  # the first inference logs a memory-alignment warning
-                with quiet_native_logs():
-                    result = self.landmarker.detect_for_video(image, ms)
-                self._first_call = False
-            else:
-                result = self.landmarker.detect_for_video(image, ms)
+            result = self._quiet.first(self.landmarker.detect_for_video, image, ms)
             seen: list[dict] = []
             for lms in result.pose_landmarks:
                 pts = np.array([[lm.x, lm.y] for lm in lms])
@@ -191,20 +186,14 @@ class FaceCounter:
             running_mode=vision.RunningMode.IMAGE, num_faces=num_faces)
         with quiet_native_logs():
             self.landmarker = vision.FaceLandmarker.create_from_options(options)
-        self._first_call = True
+        self._quiet = QuietFirstCall()  # the first inference logs a memory-alignment warning
         _close_at_exit(self)
 
     def detect(self, rgb: np.ndarray) -> list[dict]:
         h, w = rgb.shape[:2]
         image = self._mp.Image(image_format=self._mp.ImageFormat.SRGB, data=np.ascontiguousarray(rgb))
         faces = []
-        if self._first_call:
-            with quiet_native_logs():
-                found = self.landmarker.detect(image).face_landmarks
-            self._first_call = False
-        else:
-            found = self.landmarker.detect(image).face_landmarks
-        for lms in found:
+        for lms in self._quiet.first(self.landmarker.detect, image).face_landmarks:
             xs, ys = [lm.x * w for lm in lms], [lm.y * h for lm in lms]
             faces.append({"box": [round(max(0.0, min(xs)), 1), round(max(0.0, min(ys)), 1),
                                   round(min(float(w), max(xs)), 1), round(min(float(h), max(ys)), 1)]})
