@@ -35,9 +35,9 @@ import numpy as np
 
 from models.prefm.labels import LLP_CLASSES
 from models.prefm.metrics import extract_events, pooled_class_f1
-from models.taxonomy import LLP_AUDIOSET, audioset_index, audioset_names, heard_as
+from models.taxonomy import LLP_AUDIOSET, audioset_index, audioset_names
+from pipelines.stages.events import EventTracker
 from training.perception.llp_head import (
-    GENERIC,
     SCORED,
     Clip,
     Method,
@@ -47,6 +47,7 @@ from training.perception.llp_head import (
     false_per_min,
     grouped_folds,
     load_clips,
+    own_names,
 )
 
 THRESHOLDS = (0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -64,9 +65,7 @@ def auc(score: np.ndarray, positive: np.ndarray) -> float:
 
 def evidences(clips: list[Clip], c: int, any_output: bool) -> dict[str, list[int]]:
     """Candidate evidence for class c: name -> the YAMNet outputs whose per-second maximum is the score."""
-    idx = audioset_index()
-    out = {"map (shipped names)": [idx[n] for n in sorted(heard_as(LLP_CLASSES[c]) - GENERIC)],
-           "own name": [idx[LLP_AUDIOSET[LLP_CLASSES[c]]]]}
+    out = {"map (shipped names)": own_names(c), "own name": [audioset_index()[LLP_AUDIOSET[LLP_CLASSES[c]]]]}
     if any_output:
         names = audioset_names()
         y = np.concatenate([cl.labels[:, c] for cl in clips]).astype(bool)
@@ -77,22 +76,18 @@ def evidences(clips: list[Clip], c: int, any_output: bool) -> dict[str, list[int
 
 
 def one_class_track(score: np.ndarray, on: float, off: float, shortest: float) -> np.ndarray:
-    """(T,) 0/1 events of one class: what `llp_head.tracked` gives for it (causal hysteresis, the live
-    `EventTracker`'s one-second gap filling, events shorter than `shortest` dropped), without its per-second
-    bookkeeping over all 25 classes, which made the search slow (tested equal)."""
-    active = np.zeros(len(score), bool)
+    """(T,) 0/1 events of one class: causal hysteresis, then the live `EventTracker` (one-second gaps filled,
+    events shorter than `shortest` dropped), as `llp_head.tracked` does for many classes at once, without its
+    per-second bookkeeping over all 25, which made the search slow (tested equal)."""
+    tracker = EventTracker(max_gap=1, min_duration=shortest)
+    active = False
     for t, v in enumerate(score):
-        active[t] = v >= on or (t > 0 and active[t - 1] and v >= off)
+        active = bool(v >= on or (active and v >= off))
+        tracker.update(float(t), float(t + 1), {("class", "audio"): float(v)} if active else {})
+    tracker.finish()
     out = np.zeros(len(score), np.int64)
-    runs: list[list[int]] = []
-    for t in np.flatnonzero(active):
-        if runs and t - runs[-1][1] <= 1:  # a gap of at most one second is bridged
-            runs[-1][1] = t + 1
-        else:
-            runs.append([t, t + 1])
-    for start, end in runs:
-        if end - start + 1e-6 >= shortest:
-            out[start:end] = 1
+    for e in tracker.closed:
+        out[int(e.start):int(np.ceil(e.end))] = 1
     return out
 
 
