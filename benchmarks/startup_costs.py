@@ -24,7 +24,7 @@ IMPORTS = {
     "torch": "import torch",
     "torch + sentence-transformers, MiniLM loaded": (
         "import torch; from sentence_transformers import SentenceTransformer; "
-        "from models.safety.embed import minilm_dir; SentenceTransformer(str(minilm_dir()), device='cpu')"),
+        "from models.minilm import minilm_dir; SentenceTransformer(str(minilm_dir()), device='cpu')"),
     "torch + scikit-learn TF-IDF": "import torch, sklearn.feature_extraction.text",
     "onnxruntime + tokenizers": "import onnxruntime, tokenizers",
     "MiniLM through ONNX Runtime (models/minilm.py, export cached), loaded": (

@@ -14,9 +14,9 @@ from models.minilm import (
     TorchSentenceModel,
     exported_path,
     load_sentence_model,
+    minilm_dir,
     onnx_exportable,
 )
-from models.safety.embed import minilm_dir
 
 TEXTS = ["a dog is barking", "Someone asks for the network password, please.", "people applaud", "x",
          "The phone is ringing in the kitchen. " * 40,  # over the 256-token limit: truncated alike
@@ -38,7 +38,7 @@ def test_onnx_vectors_match_sentence_transformers():
 def test_a_later_process_opens_the_export_without_importing_torch():
     load_sentence_model(minilm_dir())  # exports when this machine has no export yet
     assert exported_path(minilm_dir()).is_file()
-    code = ("import sys; from models.minilm import load_sentence_model; from models.safety.embed import minilm_dir; "
+    code = ("import sys; from models.minilm import load_sentence_model; from models.minilm import minilm_dir; "
             "m = load_sentence_model(minilm_dir()); v = m.encode(['a dog is barking']); "
             "print(type(m).__name__, v.shape, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

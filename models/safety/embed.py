@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.minilm import minilm_dir as minilm_dir  # the packaged model's folder, for this module's callers
+from models.minilm import minilm_dir
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 

