@@ -45,6 +45,27 @@ def test_people_found_and_cat_is_not_a_person(visual, pictures):
     json.dumps(VisualAnalyzer.readable(cat))  # builtins only
 
 
+def test_a_posture_only_for_a_detected_person(visual, pictures):
+    """The landmarker draws a skeleton on the cat and on the coffee cup; no person is there, so no posture. On the
+    astronaut (a face the detector misses) and the camera man (a detector box) the pose is tied to that person
+    by box, and the person count agrees with `objects["person"]`."""
+    from models.encoders.people import inside, iou
+
+    for k, name in enumerate(("chelsea", "coffee")):
+        visual.reset()
+        frame = ken_burns(sample_image(name), 640, 360, 0.5)
+        out = visual.analyze([frame] * 2, [10.0 + k, 10.5 + k])
+        assert out["_pose_all"], f"the landmarker found no skeleton on {name}: the test shows nothing"
+        assert out["pose"] == [] and out["persons"] == 0 and "person" not in out["objects"]
+    for k, name in enumerate(("astronaut", "camera")):
+        visual.reset()
+        out = visual.analyze([pictures[name]] * 2, [20.0 + k, 20.5 + k])
+        assert out["persons"] == out["objects"]["person"] == len(out["people"]) == 1
+        assert len(out["pose"]) == 1 and out["pose"][0]["person"] == 0
+        box, person = out["pose"][0]["box"], out["people"][0]["box"]
+        assert iou(box, person) >= 0.3 or inside(box, person) >= 0.6 or out["people"][0]["source"] == "face"
+
+
 def test_detector_batch_across_streams_gives_each_frame_its_own_detections(visual, pictures):
     """A stage host batches several streams' key frames (one forward pass); each stream's call then finds exactly
     what it would have found alone, and frames of different sizes are each boxed in their own pixels."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.encoders import people
 from models.encoders.base import public_fields
 from models.encoders.detector import ObjectDetector
 from models.encoders.weights import mediapipe_task
@@ -327,13 +328,18 @@ class VisualAnalyzer:
         pose, pose_s = pose_call.result() if pose_call is not None else ([], 0.0)
         for part, dt in (("detector_s", t1 - t0), ("pose_s", pose_s), ("faces_s", t2 - t1), ("frames_s", t3 - t2)):
             self.timings[part] += dt
-        # YOLOv3-tiny misses people that fill the frame and pose fires on animals; a face is strong evidence.
-        persons = max(objects.get("person", 0), len(faces))
-        return {"persons": persons, "objects": objects, "detections": detections, "pose": pose,
+        # Poses only for people (the detector's, or faces it missed: models/encoders/people.py), who also give the
+        # person count; the feature vector keeps every pose the landmarker found, as PreFM was trained on.
+        found = people.people(detections, [f["box"] for f in faces])
+        if found:
+            objects["person"] = len(found)
+        every_pose, pose = pose, people.match(pose, found, int(key.shape[1]), int(key.shape[0]))
+        return {"persons": len(found), "objects": objects, "detections": detections, "pose": pose,
+                "people": found,
                 "faces": len(faces), "face_boxes": [f["box"] for f in faces], "motion": stats["motion"],
                 "scene_cut": stats["scene_cut"], "camera_trouble": stats["camera_trouble"],
                 "brightness": stats["brightness"], "sharpness": stats["sharpness"],
-                "frame_size": [int(key.shape[1]), int(key.shape[0])], "_stats": stats}
+                "frame_size": [int(key.shape[1]), int(key.shape[0])], "_stats": stats, "_pose_all": every_pose}
 
     def _timed_pose(self, frames: list[np.ndarray], times: list[float]) -> tuple[list[dict], float]:
         t0 = time.perf_counter()
@@ -350,7 +356,7 @@ class VisualAnalyzer:
             i = index[d["label"]]
             counts[i] += 1
             best[i] = max(best[i], d["score"])
-        pose = result["pose"]
+        pose = result.get("_pose_all", result["pose"])
         post = np.array([sum(p["posture"] == s for p in pose) for s in POSTURES], np.float32) / max(len(pose), 1)
         vv = np.array([p["vertical_velocity"] for p in pose], np.float32)
         pose_vec = [len(pose), *post, float(vv.mean()) if vv.size else 0.0, float(np.abs(vv).max()) if vv.size else 0.0,
