@@ -53,8 +53,10 @@ def test_default_output_keeps_what_the_tagger_finds(real_clip):
     applause = [e for e in events if e["label"] in ("Applause", "Clapping")]
     assert cello and all(_overlaps(e, 9, 13) and e["source"] == "tags" and e["taxonomy"] == "audioset" for e in cello)
     assert applause and all(_overlaps(e, 16, 19) for e in applause)
+    # Speech is heard from 20.5 s: one audio event, the VAD's span (no picture of a person: no audio-visual one).
     speech = [e for e in events if e["label"] == "Speech"]
-    assert speech and all(e["source"] == "prefm" and e["taxonomy"] == "llp" for e in speech)
+    assert [(e["modality"], e["source"], e["taxonomy"]) for e in speech] == [("audio", "tags", "llp")]
+    assert 20.0 <= speech[0]["start"] <= 21.5 and speech[0]["end"] >= 22.5
     assert not {"Cat", "Dog", "Motorcycle", "Bark", "Meow"} & {e["label"] for e in events}
 
     prefm_only = _events(real_clip, "prefm")
@@ -86,7 +88,7 @@ def test_union_leaves_covered_classes_to_prefm_and_on_screen_classes_to_the_dete
     kept = prefm_pairs(covers)
     assert {LLP_AUDIOSET[llp] for llp in covers["audio"]} <= suppressed
     assert "Applause" not in suppressed and "Cello" not in suppressed
-    assert not {"Cat", "Dog", "Car", "Motorcycle"} & kept["visual"]
+    assert not {"Cat", "Dog", "Car", "Motorcycle", "Speech"} & kept["visual"]  # the detector's (a person for Speech)
 
 
 class _Scripted:
@@ -109,7 +111,7 @@ def test_a_heard_prefm_event_needs_the_tagger_to_agree():
     from pipelines.stages.union import UnionEvents
 
     phone = {"label": "Telephone_bell_ringing", "modality": "audio", "start": 2.0, "end": 4.0, "source": "prefm"}
-    speaker = {"label": "Speech", "modality": "audio-visual", "start": 5.0, "end": 6.0, "source": "prefm"}
+    speaker = {"label": "Speech", "modality": "audio", "start": 5.0, "end": 6.0, "source": "prefm"}
     heard = {2: {"Bark": 0.9, "Dog": 0.6}, 3: {"Bark": 0.8}, 5: {"Speech": 0.2}}  # no phone; speech too faint
 
     def run(tags: dict[int, dict], evidence: float) -> list[str]:
@@ -125,3 +127,29 @@ def test_a_heard_prefm_event_needs_the_tagger_to_agree():
     assert run(heard, 0.3) == []  # a phone over barking, speech the tagger barely hears: both dropped
     assert run(heard, 0.0) == ["Telephone_bell_ringing", "Speech"]  # the check off: PreFM alone
     assert run({**heard, 3: {"Ringtone": 0.5}, 5: {"Speech": 0.6}}, 0.3) == ["Telephone_bell_ringing", "Speech"]
+
+
+def test_where_a_vad_runs_speech_is_the_vads_not_prefms():
+    """PreFM's heard Speech stands in only where no VAD ran (the replay over stored features); on a live stream
+    the VAD's span is the audio Speech event, and PreFM's own Speech pieces are dropped."""
+    from models.prefm import SHIPPED_CHECKPOINT
+    from pipelines.stages.config import StageConfig
+    from pipelines.stages.parser import TagEvents
+    from pipelines.stages.record import Second
+    from pipelines.stages.union import UnionEvents
+
+    pieces = [{"label": "Speech", "modality": m, "start": float(a), "end": float(a + 1), "source": "prefm",
+               "taxonomy": "llp"} for m, a in (("audio", 1), ("audio-visual", 2), ("audio", 3))]
+
+    def run(vad: bool) -> list[tuple]:
+        union = UnionEvents(_Scripted(pieces), TagEvents(StageConfig()), SHIPPED_CHECKPOINT, 0.0)
+        out = []
+        for t in range(7):
+            spans = [[1.0, 4.4]] if vad and t == 4 else []
+            speech = {"speech_prob": 0.9 if vad and 1 <= t <= 4 else 0.0, "spans": spans, "vad": vad}
+            out += union.step(Second(index=t, start=float(t), end=float(t + 1)), speech,
+                              {"available": True, "tags": {}}, {"visual": {"persons": 0}})[0]
+        return [(e["modality"], e["source"], e["start"], e["end"]) for e in out if e["label"] == "Speech"]
+
+    assert run(vad=True) == [("audio", "tags", 1.0, 4.4)]
+    assert run(vad=False) == [("audio", "prefm", 1.0, 2.0), ("audio", "prefm", 3.0, 4.0)]  # AV: a person's

@@ -45,15 +45,21 @@ def test_cli_analyze_demo_clip_end_to_end(tmp_path, demo_clip):
     assert abs(first["start"] - truth.speech[0]) < 0.6 and abs(last["end"] - truth.speech[1]) < 0.8
     assert all(w["start"] <= w["end"] for t in result["transcript"] for w in t.get("words", []))
 
-    # Events come from the shipped PreFM checkpoint, in the LLP taxonomy.
-    # Speech heard is Speech in the audio or the audio-visual lane (PreFM moves a span between the two while
-    # the speaker is on screen): together they must cover the spoken span.
-    speech = sorted((e["start"], e["end"]) for e in result["events"] if e["label"] == "Speech"
-                    and e["modality"] in ("audio", "audio-visual"))
-    assert speech and all(e["source"] == "prefm" for e in result["events"] if e["label"] == "Speech")
-    covered = (speech[0][0], max(end for _, end in speech))
-    gaps = sum(max(0.0, b[0] - a[1]) for a, b in zip(speech, speech[1:], strict=False))
-    assert iou(covered, truth.speech) > 0.6 and gaps <= 1.0, speech
+    # One utterance is one audio Speech event: the VAD's span (not PreFM's pieces that took turns with the
+    # audio-visual lane). The audio-visual Speech event lies inside it, on seconds that show a person.
+    speech = [e for e in result["events"] if e["label"] == "Speech"]
+    heard = [e for e in speech if e["modality"] == "audio"]
+    assert len(heard) == 1 and iou((heard[0]["start"], heard[0]["end"]), truth.speech) > 0.8, speech
+    assert heard[0]["source"] == "tags" and heard[0]["taxonomy"] == "llp"
+    seen = [e for e in speech if e["modality"] == "audio-visual"]
+    assert len(seen) <= 1 and {e["modality"] for e in speech} <= {"audio", "audio-visual"}, speech
+    people = {int(r["t"]) for r in result["seconds"] if r["persons"] > 0}
+    for e in seen:
+        assert heard[0]["start"] - 1 <= e["start"] < e["end"] <= heard[0]["end"] + 1
+        assert int(e["start"]) in people and int(e["end"]) - 1 in people
+    # A posture is reported only for a person, and the count agrees with the detector's objects.
+    assert all(r["persons"] > 0 or not r["postures"] for r in result["seconds"])
+    assert all(r["persons"] == r["objects"].get("person", 0) for r in result["seconds"])
     assert all(e["modality"] in ("audio", "visual", "audio-visual") for e in result["events"])
     phone = [e for e in result["events"] if e["label"] == "Telephone_bell_ringing"]
     assert any(e["start"] < truth.phone[1] and e["end"] > truth.phone[0] for e in phone), result["events"]

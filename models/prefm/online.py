@@ -9,13 +9,14 @@ probabilities for ``t+1 ... t+Lf`` are returned as the model's anticipation.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from models.events import Event, EventTracker
 from models.prefm.modeling_prefm import CHECKPOINT_FORMAT, PreFM, PreFMConfig, probabilities
 from models.prefm.modeling_prefm import (
     load_checkpoint as load_checkpoint,  # beside save_checkpoint, as callers expect
@@ -136,32 +137,32 @@ def predict_offline(model: PreFM, audio: np.ndarray, visual: np.ndarray, st: np.
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _OpenEvent:
-    start: int
-    last: int
-    scores: list[float] = field(default_factory=list)
-
-
 class EventMerger:
     """Turns per-second binarized outputs into events ``{"label","modality","start","end","confidence"}``.
 
-    Causal: an event is emitted at the first second its class is off again (or at ``flush``), so no
-    decision ever waits for future input. ``exclusive=True`` (default) gives each class-second one
-    modality: "audio-visual" when heard and seen, else "audio" or "visual"; ``exclusive=False`` emits
-    the three AVVP streams (audio, visual, and their AND) independently, as the metrics score them.
-    Confidence is the mean probability over the event's seconds (sqrt(p_a p_v) for audio-visual).
+    It binarizes and hands each second's (class, modality) labels to the project's one event merger
+    (`models/events.py:EventTracker`), so PreFM's events get the same gap filling (``max_gap`` missing
+    seconds bridged) and shortest-event rule (``min_duration``) as the tag events. Causal: an event is
+    emitted once its class has been off for more than ``max_gap`` seconds (or at ``flush``), so no decision
+    waits for more than that. ``exclusive=True`` (default) gives each class-second one modality:
+    "audio-visual" when heard and seen, else "audio" or "visual"; ``exclusive=False`` emits the three AVVP
+    streams (audio, visual, and their AND) independently, as the metrics score them, so a heard event is one
+    audio event however often the picture comes and goes. Confidence is the mean probability over the
+    event's seconds (sqrt(p_a p_v) for audio-visual). The defaults (no gap, no shortest event) merge runs of
+    positive seconds exactly, as the evaluation protocol does.
     """
 
-    def __init__(self, class_names: list[str], threshold: float = 0.5, exclusive: bool = True) -> None:
+    def __init__(self, class_names: list[str], threshold: float = 0.5, exclusive: bool = True,
+                 max_gap: int = 0, min_duration: float = 0.0) -> None:
         self.class_names = list(class_names)
         self.threshold = threshold
         self.exclusive = exclusive
-        self._open: dict[tuple[str, int], _OpenEvent] = {}
+        self.max_gap, self.min_duration = max_gap, min_duration
+        self.reset()
 
     def reset(self) -> None:
         """Forget open events (a new stream)."""
-        self._open.clear()
+        self._tracker = EventTracker(self.max_gap, self.min_duration)
 
     def _active(self, probs: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         if "audio" not in probs:  # AVEL: one audio-visual head
@@ -174,35 +175,27 @@ class EventMerger:
         return {"av": (both, probs["av"]), "audio": (on_a, probs["audio"]), "visual": (on_v, probs["visual"])}
 
     def update(self, t: int, probs: dict[str, np.ndarray]) -> list[dict[str, Any]]:
-        """Feed second ``t`` (probabilities of shape (C,)); returns the events that ended before ``t``."""
-        closed: list[dict[str, Any]] = []
-        for mod, (on, score) in self._active(probs).items():
-            for c in range(len(self.class_names)):
-                key = (mod, c)
-                ev = self._open.get(key)
-                if on[c]:
-                    if ev is None:
-                        ev = self._open[key] = _OpenEvent(start=t, last=t)
-                    ev.last = t
-                    ev.scores.append(float(score[c]))
-                elif ev is not None:
-                    closed.append(self._emit(key, self._open.pop(key)))
-        return sorted(closed, key=lambda e: (e["start"], e["label"]))
+        """Feed second ``t`` (probabilities of shape (C,)); returns the events that closed with it."""
+        labels = {(self.class_names[c], MODALITY_NAMES[mod]): float(score[c])
+                  for mod, (on, score) in self._active(probs).items() for c in np.flatnonzero(on)}
+        return _sorted(self._tracker.update(float(t), float(t + 1), labels))
 
     def flush(self) -> list[dict[str, Any]]:
         """Close every open event (end of stream)."""
-        closed = [self._emit(k, ev) for k, ev in self._open.items()]
-        self._open.clear()
-        return sorted(closed, key=lambda e: (e["start"], e["label"]))
+        return _sorted(self._tracker.finish())
 
     def open_events(self) -> list[dict[str, Any]]:
         """Events still running, with ``end`` the end of the last positive second (for live display)."""
-        return [self._emit(k, ev) for k, ev in self._open.items()]
+        return [_as_dict(ev) for ev in self._tracker.open.values()]
 
-    def _emit(self, key: tuple[str, int], ev: _OpenEvent) -> dict[str, Any]:
-        mod, c = key
-        return {"label": self.class_names[c], "modality": MODALITY_NAMES[mod], "start": float(ev.start),
-                "end": float(ev.last + 1), "confidence": round(float(np.mean(ev.scores)), 4)}
+
+def _as_dict(ev: Event) -> dict[str, Any]:
+    return {"label": ev.label, "modality": ev.modality, "start": float(ev.start), "end": float(ev.end),
+            "confidence": round(ev.confidence, 4)}
+
+
+def _sorted(events: list[Event]) -> list[dict[str, Any]]:
+    return sorted((_as_dict(ev) for ev in events), key=lambda e: (e["start"], e["label"]))
 
 
 def merge_events(probs: dict[str, np.ndarray], class_names: list[str], threshold: float = 0.5,
@@ -236,11 +229,12 @@ class StepResult:
 class OnlineParser:
     """Live PreFM: keeps the last ``Lc`` seconds (or 64 CLAP rows), runs the model once per second."""
 
-    def __init__(self, model: PreFM, threshold: float = 0.5, exclusive: bool = True) -> None:
+    def __init__(self, model: PreFM, threshold: float = 0.5, exclusive: bool = True, max_gap: int = 0,
+                 min_duration: float = 0.0) -> None:
         self.model = model.eval()
         self.config = model.config
         names = self.config.class_names or [f"class_{i}" for i in range(self.config.num_classes)]
-        self.merger = EventMerger(names, threshold, exclusive)
+        self.merger = EventMerger(names, threshold, exclusive, max_gap, min_duration)
         self.reset()
 
     @classmethod

@@ -7,7 +7,11 @@
   model's anticipation of the next seconds. PreFM has its own Speech class, so the VAD's spans then only
   drive ASR.
 - `TagEvents` (`--events tags`): AudioSet tags and detected objects merged into events, plus Speech events
-  from the VAD spans.
+  from the VAD spans (one audio event per utterance) and an audio-visual Speech event where a person is seen
+  while speech is heard.
+
+PreFM's events and the tag events go through the same merger (`models/events.py`): gaps of one second are
+bridged, and events shorter than `tag_min_s` (tags) or `prefm_min_s` (PreFM) dropped.
 
 Every event says which model produced it (`source`: prefm or tags), the taxonomy its label belongs to
 (`taxonomy`: llp, audioset or coco) and its human-readable `name`.
@@ -20,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from models.errors import BadInput
+from models.events import EventTracker
 from pipelines.stages.config import StageConfig
-from pipelines.stages.events import EventTracker, labelled
+from pipelines.stages.events import labelled
 from pipelines.stages.record import Second
 
 # YAMNet labels that duplicate the VAD's speech events or carry no event information.
@@ -59,8 +64,24 @@ def tag_labels(config: StageConfig, tags: dict[str, float], visual: dict | None)
     return labels
 
 
+SPEECH = ("Speech", "audio")
+SPEAKER = ("Speech", "audio-visual")
+
+
+def people_seen(visual: dict | None) -> bool:
+    """A person is on screen: the visual stage counted one (its detector boxes, or a face), or, where only
+    detections are known (a replay over stored features), a person box."""
+    vis = visual or {}
+    if "persons" in vis:
+        return vis["persons"] > 0
+    return any(d["label"] == "person" for d in vis.get("detections", []))
+
+
 class TagEvents:
-    """Sound tags and detected objects merged into events; Speech events from the VAD's spans."""
+    """Sound tags and detected objects merged into events, plus Speech: one audio event per utterance (the
+    VAD's spans, pauses of up to the tracker's gap bridged, held open while the VAD hears a continuation) and
+    an audio-visual event on the seconds a person is seen while speech is heard (the same gap filling and
+    shortest-event rule as the tags), which overlaps the audio event instead of taking turns with it."""
 
     def __init__(self, config: StageConfig):
         self.config = config
@@ -69,15 +90,21 @@ class TagEvents:
     def step(self, record: Second, speech: dict, audio: dict, visual: dict | None) -> tuple[list, list, dict]:
         """(closed, active, anticipation) after one second."""
         vis = (visual or {}).get("visual")
-        closed = self.tracker.update(record.start, record.end, tag_labels(self.config, audio.get("tags", {}), vis))
-        for a, b in speech["spans"]:
-            closed.append(self.tracker.add_span("Speech", "audio", a, b, max(speech["speech_prob"], 0.5)))
+        labels = tag_labels(self.config, audio.get("tags", {}), vis)
+        heard = float(speech.get("speech_prob", 0.0))
+        if heard >= self.config.vad_threshold and people_seen(vis):
+            labels[SPEAKER] = heard
+        closed = self._spans(speech)
+        since = speech.get("open_since")
+        closed += self.tracker.update(record.start, record.end, labels, {SPEECH: since} if since is not None else None)
         return [tag_event(e) for e in closed], [tag_event(e) for e in self.tracker.open.values()], {}
 
+    def _spans(self, speech: dict) -> list:
+        conf = max(float(speech.get("speech_prob", 0.0)), 0.5)
+        return [e for a, b in speech.get("spans", []) for e in self.tracker.add_span(*SPEECH, a, b, conf)]
+
     def finish(self, speech: dict) -> list[dict]:
-        closed = self.tracker.finish()
-        for a, b in speech["spans"]:
-            closed.append(self.tracker.add_span("Speech", "audio", a, b, 0.5))
+        closed = self._spans(speech) + self.tracker.finish()
         return [tag_event(e) for e in closed]
 
 
@@ -98,7 +125,10 @@ class PrefmEvents:
         self.config = config
         # The network is shared by the streams of a process; the ring buffer and event merger are this stream's.
         model = shared(("prefm", str(path), path.stat().st_mtime_ns), lambda: PreFM.from_pretrained(path))
-        self.prefm = OnlineParser(model, threshold=config.prefm_threshold)
+        # Three AVVP streams (a heard event is one audio event, seen-and-heard an audio-visual one inside it),
+        # with the tag events' gap filling and shortest-event rule.
+        self.prefm = OnlineParser(model, threshold=config.prefm_threshold, exclusive=False, max_gap=1,
+                                  min_duration=config.prefm_min_s)
         self.t0: float | None = None
 
     def step(self, record: Second, speech: dict, audio: dict, visual: dict | None) -> tuple[list, list, dict]:

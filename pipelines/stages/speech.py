@@ -73,7 +73,8 @@ class SpeechStage:
         return {"audio": self._cut(start, end).copy(), "offset": max(start, self._audio_t0)}
 
     def process(self, seg: Segment) -> dict:
-        out = {"index": seg.index, "speech_prob": 0.0, "spans": [], "pieces": [], "window_probs": []}
+        out = {"index": seg.index, "speech_prob": 0.0, "spans": [], "pieces": [], "window_probs": [],
+               "vad": seg.audio is not None, "open_since": None}
         if seg.audio is None:
             return out
         self._keep(seg)
@@ -87,9 +88,11 @@ class SpeechStage:
             out["pieces"].append(self._piece(span.start, span.end))
         since = self.vad.open_since
         if since is not None and seg.end - since >= self.config.max_span_s:
+            out["spans"].append([round(since, 2), round(seg.end, 2)])  # the events join it to the rest
             out["pieces"].append(self._piece(since, seg.end, ended=False))
             self.vad.split_open_span(seg.end)  # the rest of this long span is transcribed as a new piece
         out["pieces"] = [p for p in out["pieces"] if p is not None]
+        out["open_since"] = self.vad.open_since  # a span in progress: the events hold the last one open
         return out
 
     def timings(self) -> dict[str, float]:
@@ -97,7 +100,7 @@ class SpeechStage:
         return {"vad_s": self.vad_seconds}
 
     def finish(self) -> dict:
-        out = {"index": None, "speech_prob": 0.0, "spans": [], "pieces": []}
+        out = {"index": None, "speech_prob": 0.0, "spans": [], "pieces": [], "vad": True, "open_since": None}
         span = self.vad.close()
         if span is not None:
             out["spans"].append([round(span.start, 2), round(span.end, 2)])
@@ -127,7 +130,7 @@ class TranscribeStage:
                 transcript += [s.to_dict() for s in self.asr.transcribe(piece["audio"], piece["offset"])]
                 self.asr_seconds += time.perf_counter() - t0
         return {"index": speech["index"], "speech_prob": speech["speech_prob"], "spans": speech["spans"],
-                "transcript": transcript}
+                "vad": speech.get("vad", False), "open_since": speech.get("open_since"), "transcript": transcript}
 
     finish = process  # the last span's piece, at the end of the stream
 

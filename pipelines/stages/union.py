@@ -10,10 +10,14 @@ both, so the default output is never narrower than the taggers:
 - a PreFM event that is heard is kept only when the tagger agrees (`prefm_evidence`): its class's AudioSet
   name or a related one scores at least that much in one of the event's seconds, so PreFM, trained on
   few recordings, cannot report a ringing phone over factory noise on its own;
-- on screen, the detector speaks for the classes it can see (Cat, Dog, Car, Motorcycle): PreFM's visual
-  input carries a colour histogram and a thumbnail, and on real footage they alone fire Cat or Motorcycle
-  on frames with nothing in them, while the detector's boxes need the object. PreFM's visual events of
-  those classes are therefore left to the detector; its visual Speech (a speaker on screen) stays.
+- on screen, the detector speaks for the classes it can see (Cat, Dog, Car, Motorcycle, and a person for
+  Speech): PreFM's visual input carries a colour histogram and a thumbnail, and on real footage they alone
+  fire Cat or Motorcycle on frames with nothing in them, while the detector's boxes need the object. PreFM's
+  visual events of those classes are therefore left to the detector;
+- Speech, where the VAD runs (every live stream with audio), is the tag path's: one audio event per
+  utterance from the VAD's spans, and an audio-visual one where a person is seen while it is heard
+  (`parser.TagEvents`). PreFM's heard Speech is dropped there; it stands in only where no VAD ran (the
+  replay over stored features in `training/perception/report.py`).
 """
 
 from __future__ import annotations
@@ -44,13 +48,13 @@ def covered_classes(path: str) -> dict[str, frozenset[str]]:
 
 def prefm_pairs(covers: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
     """The classes PreFM's events are kept for, per modality: covered, and on screen not a detector class."""
-    detector = {llp for llp in LLP_COCO if llp != "Speech"}
+    detector = set(LLP_COCO)
     return {"audio": covers["audio"], "visual": covers["visual"] - detector}
 
 
 def suppressed_tags(covers: dict[str, frozenset[str]]) -> frozenset[str]:
-    """The audio tag labels PreFM speaks for: covered classes' AudioSet names and their related names (the
-    VAD's Speech spans are dropped too when PreFM covers Speech)."""
+    """The AudioSet tag labels PreFM speaks for: covered classes' AudioSet names and their related names (the
+    VAD's Speech events are LLP events and stay)."""
     return frozenset().union(*(heard_as(llp) for llp in covers["audio"]))
 
 
@@ -64,11 +68,13 @@ class UnionEvents:
         self.evidence, self.memory_s = evidence, memory_s
         self.names = {llp: heard_as(llp) for llp in covers["audio"]}
         self.heard: dict[int, dict[str, float]] = {}  # second -> the tags it handed on (the last `memory_s`)
+        self.vad = False  # a VAD ran on this stream: Speech is the tag path's
 
     def step(self, record: Second, speech: dict, audio: dict, visual: dict | None) -> tuple[list, list, dict]:
         """(closed, active, anticipation) after one second."""
         self.heard[record.index] = dict(audio.get("tags") or {}) if audio.get("available", True) else {}
         self.heard.pop(record.index - self.memory_s, None)
+        self.vad = self.vad or bool(speech.get("vad"))
         p_closed, p_active, anticipation = self.prefm.step(record, speech, audio, visual)
         t_closed, t_active, _ = self.tags.step(record, speech, audio, visual)
         closed = self._keep_prefm(p_closed) + self._keep_tags(t_closed)
@@ -79,7 +85,8 @@ class UnionEvents:
         return self._keep_prefm(self.prefm.finish(speech)) + self._keep_tags(self.tags.finish(speech))
 
     def _keep_prefm(self, events: list[dict]) -> list[dict]:
-        return [e for e in events if all(e["label"] in self.kept[m] for m in _modalities(e)) and self._agreed(e)]
+        return [e for e in events if all(e["label"] in self.kept[m] for m in _modalities(e)) and self._agreed(e)
+                and not (self.vad and e["label"] == "Speech")]
 
     def _agreed(self, event: dict) -> bool:
         """Visual only, the check off, or the tagger heard the class in one of the event's seconds."""
@@ -90,7 +97,9 @@ class UnionEvents:
         return any(p >= self.evidence for t in seconds for n, p in self.heard.get(t, {}).items() if n in names)
 
     def _keep_tags(self, events: list[dict]) -> list[dict]:
-        return [e for e in events if e["modality"] != "audio" or e["label"] not in self.suppressed]
+        """AudioSet tags PreFM speaks for are dropped; the VAD's Speech (an LLP label) is never."""
+        return [e for e in events if e["modality"] != "audio" or e["taxonomy"] != "audioset"
+                or e["label"] not in self.suppressed]
 
 
 def _modalities(event: dict) -> tuple[str, ...]:

@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from models.audio.tags import top_tags
+from models.events import EventTracker
 from models.prefm.labels import LLP_CLASSES
 from models.prefm.metrics import event_counts
 from models.taxonomy import audioset_names
 from pipelines.stages.audio import TAGS_HANDED_ON
 from pipelines.stages.config import StageConfig
-from pipelines.stages.events import EventTracker
 from pipelines.stages.parser import tag_labels
 from training.corpus.layout import load_truths
 from training.perception.report import tag_classes

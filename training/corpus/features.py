@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from models.events import EventTracker
 from models.trisense.features import ClipFeatures
 from pipelines.sinks.feature_cache import FeatureCache
-from pipelines.stages.events import EventTracker
 from training.corpus.layout import load_truths, write_labels, write_split_files
 from training.corpus.truth import ClipTruth
 

@@ -36,11 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
+from models.events import EventTracker
 from models.prefm.labels import LLP_CLASSES
 from models.prefm.metrics import extract_events, pooled_class_f1
 from models.taxonomy import audioset_index, heard_as
 from pipelines.stages.config import StageConfig
-from pipelines.stages.events import EventTracker
 from training.corpus.calibrate_tags import class_names_of_tag, predictions, tag_events
 from training.corpus.layout import load_truths
 

@@ -33,10 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
+from models.events import EventTracker
 from models.prefm.labels import LLP_CLASSES
 from models.prefm.metrics import extract_events, pooled_class_f1
 from models.taxonomy import LLP_AUDIOSET, audioset_index, audioset_names
-from pipelines.stages.events import EventTracker
 from training.perception.llp_head import (
     SCORED,
     Clip,
