@@ -84,3 +84,39 @@ def test_audio_visual_speech_only_where_a_person_is_seen_and_it_overlaps_the_aud
     assert _spans(_feed(nobody)) == [("audio", 0.5, 6.6)]
     silent = [(0.05, [], None, 1)] * 6
     assert _spans(_feed(silent)) == []
+
+
+def test_a_span_cut_for_whisper_stays_one_speech_event(demo_clip):
+    """A monologue longer than `max_span_s` is cut into pieces for Whisper; the events join the pieces into one
+    utterance (before, the part before the cut was lost: only the tail became a Speech event)."""
+    from pipelines import AnalyzeOptions, analyze_inline
+
+    path, truth = demo_clip
+    stages = StageConfig(events_model="tags", asr=False, safety=False, visual=False, tags=False, max_span_s=3.0)
+    speech = [e for e in analyze_inline(str(path), AnalyzeOptions(stages=stages))["events"] if e["label"] == "Speech"]
+    assert len(speech) == 1 and speech[0]["modality"] == "audio"
+    assert abs(speech[0]["start"] - truth.speech[0]) < 0.5 and abs(speech[0]["end"] - truth.speech[1]) < 0.8
+
+
+def test_a_pose_is_kept_only_on_a_person_box():
+    from models.encoders.people import match, people
+
+    def pose(x0, y0, x1, y1, nose=None):
+        marks = [[x0, y0, 0.0, 0.9], [x1, y1, 0.0, 0.9], [x0, y1, 0.0, 0.9], [x1, y0, 0.0, 0.9]]
+        if nose:
+            marks[0] = [*nose, 0.0, 0.9]
+        return {"posture": "standing", "landmarks": marks}
+
+    detections = [{"label": "person", "score": 0.8, "box": [100, 50, 300, 400]},
+                  {"label": "cat", "score": 0.9, "box": [400, 200, 600, 400]}]
+    faces = [[120, 60, 180, 120], [650, 40, 700, 100]]  # the first inside the person box, the second not
+    found = people(detections, faces)
+    assert [(p["source"], p["box"]) for p in found] == [("detector", [100, 50, 300, 400]), ("face", [650, 40, 700, 100])]
+    w, h = 800, 500
+    on_person = pose(120 / w, 70 / h, 290 / w, 390 / h)
+    on_cat = pose(420 / w, 210 / h, 590 / w, 390 / h)
+    under_face = pose(640 / w, 60 / h, 720 / w, 300 / h, nose=(675 / w, 70 / h))
+    kept = match([on_cat, on_person, under_face], found, w, h)
+    assert [(p["person"], p["posture"]) for p in kept] == [(0, "standing"), (1, "standing")]
+    assert kept[0]["box"] == [120.0, 70.0, 290.0, 390.0]
+    assert match([on_cat], found, w, h) == [] and match([on_person], [], w, h) == []
