@@ -5,10 +5,10 @@ It masks, in URLs and in free text alike:
 - userinfo: everything between `scheme://` and the last `@` before the path (`user:pass@`, passwords with
   spaces, `@` or percent-encoding included) becomes `***@`;
 - every parameter whose name looks like a credential, wherever it stands: a query (`?pass=`, `&tok=`), a
-  `;`-separated query or matrix parameter (`/live;password=`), a fragment (`#access_token=`), or a bare
-  `name=value` in a sentence. Names are compared case-insensitively after percent-decoding (`Pa%73s`);
+  `;`-separated query or matrix parameter (`/live;password=`), or a bare `name=value` in a sentence. A URL's
+  fragment (`#access_token=...`: never sent to a server, so never needed) is masked whole. Names are compared case-insensitively after percent-decoding (`Pa%73s`);
 - header-like forms: `Authorization: Bearer ...`, `X-API-Key: ...`, `Cookie: ...`;
-- and any secret of the `known` URLs (their userinfo, user, password and credential values, raw and
+- and any secret of the `known` URLs (their userinfo, password and credential values, raw and
   percent-decoded) wherever it appears on its own, e.g. in an FFmpeg message that quotes only the password.
 
 Values are replaced in place (nothing else is re-encoded), so the rest of a URL stays as it was.
@@ -32,6 +32,7 @@ USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/
 PARAM = re.compile(r"(?P<lead>^|[?&;#\s,:|(\[{\"'])(?P<name>[A-Za-z0-9_.%+\-]{1,64})=(?P<value>[^&;#?\s\"'<>]+)")
 HEADER = re.compile(r"(?P<name>\b(?:authorization|proxy-authorization|x-api-key|api-key|cookie|set-cookie)"
                     r"\s*[:=]\s*)(?P<value>(?:bearer\s+|basic\s+|digest\s+)?[^\s,;\"']+)", re.IGNORECASE)
+URL_FRAGMENT = re.compile(r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>#]*)#[^\s'\"<>]+")
 MIN_KNOWN = 3  # a known secret shorter than this is not searched for on its own (it would mask ordinary text)
 
 
@@ -49,6 +50,7 @@ def redact(text: str | None, *known: str) -> str | None:
     for secret in sorted({s for url in known for s in _secrets_of(url)}, key=len, reverse=True):
         text = text.replace(secret, MASK)
     text = USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    text = URL_FRAGMENT.sub(lambda m: f"{m['url']}#{MASK}", text)
     text = PARAM.sub(lambda m: f"{m['lead']}{m['name']}={MASK}" if is_secret_name(m["name"]) else m[0], text)
     return HEADER.sub(lambda m: f"{m['name']}{MASK}", text)
 
@@ -60,8 +62,8 @@ def _secrets_of(url: str | None) -> set[str]:
     found = set()
     m = USERINFO.search(url)
     if m:
-        userinfo = m["userinfo"][:-1]
-        found |= {userinfo, *userinfo.split(":", 1)}
+        userinfo = m["userinfo"][:-1]  # the user name alone is no secret; user:password and the password are
+        found |= {userinfo, userinfo.partition(":")[2]}
     for m in PARAM.finditer(url):
         if is_secret_name(m["name"]):
             found.add(m["value"])
