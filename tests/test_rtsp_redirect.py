@@ -172,3 +172,11 @@ def test_guarded_rtsp_over_udp_decodes_through_the_relay(rtsp_server):
         assert frames == 5
     finally:
         container.close()
+
+
+def test_a_refused_camera_port_says_connection_refused():
+    from tests.helpers.cli import free_port
+
+    spec = parse_source(f"rtsp://127.0.0.1:{free_port()}/live", guard=LOOPBACK)
+    with pytest.raises(BadInput, match="connection refused"):
+        open_container(spec, 3, 3)

@@ -40,7 +40,8 @@ class RtspRelay:
         self.port = parts.port or DEFAULT_PORTS.get(parts.scheme.lower(), 554)
         self.tls_name = original.hostname if parts.scheme.lower() == "rtsps" else None
         self.timeout_s = timeout_s
-        self.refused: str | None = None
+        self.refused: str | None = None  # why a camera's message was not passed on (a redirect, multicast)
+        self.upstream_error: str | None = None  # why the checked address could not be reached
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(timeout_s)
         userinfo = original.netloc.rpartition("@")[0]
@@ -76,7 +77,10 @@ class RtspRelay:
     def _serve(self, client: socket.socket) -> None:
         try:
             upstream = self._upstream()
-        except OSError:
+        except OSError as exc:
+            self.upstream_error = ("connection refused" if isinstance(exc, ConnectionRefusedError) else
+                                   f"unreachable (no answer within {self.timeout_s:g} s)"
+                                   if isinstance(exc, TimeoutError) else f"cannot connect ({exc.strerror or exc})")
             client.close()
             return
         threading.Thread(target=_copy, args=(client, upstream), name="rtsp-relay-up", daemon=True).start()

@@ -123,8 +123,12 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
         return av.open(uri, mode="r", format=spec.format, options=options,
                        timeout=(open_timeout_s, read_timeout_s), io_open=io_open)
     except (av.error.FFmpegError, OSError) as exc:
+        if relay is not None:
+            relay.close()  # no new connections; one that is open ends with FFmpeg's
         if relay is not None and relay.refused:
             raise BadInput(f"{spec.name}: source refused ({relay.refused})") from None
+        if relay is not None and relay.upstream_error:
+            raise BadInput(f"{spec.name}: {relay.upstream_error}") from None
         raise _bad_input(spec, exc, open_timeout_s) from None
 
 
