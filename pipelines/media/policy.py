@@ -1,10 +1,12 @@
-"""Which network sources a server may open on a caller's behalf (SSRF guard), and URL redaction.
+"""Which network sources a server may open on a caller's behalf (SSRF guard).
 
 `SourcePolicy` answers "may this URL be fetched?": the scheme must be allowed, and every address the host
 resolves to must lie in an allowed network and in no denied one. It is checked after DNS resolution, on
 every HTTP redirect (followed here, one hop at a time) and on every HLS playlist hop (variant playlists and
 segment hosts are read and checked before FFmpeg sees the URL, and FFmpeg gets a protocol whitelist so a
-playlist cannot point it at `file:` or another protocol). Local paths and devices are refused for API
+playlist cannot point it at `file:` or another protocol). While FFmpeg reads, `guarded_io` checks every HTTP
+URL it opens and `rtsp_guard` keeps RTSP on the checked address and refuses RTSP redirects. IPv6 addresses
+that embed an IPv4 one are judged by that IPv4 address (`embedded_ipv4`). Local paths and devices are refused for API
 callers. Refusals raise `SourceRefused`, whose message is deliberately the same for every reason, so an
 API caller learns nothing about what exists on the server's networks or disk; the reason is kept in
 `SourceRefused.reason` for the operator's log.
