@@ -15,7 +15,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--db", default="foresight.db", help="SQLite database (jobs, results, streams; default ./foresight.db)")
     p.add_argument("--uploads", help="folder for uploads in progress (default: uploads/ next to the database)")
-    p.add_argument("--api-key", help="require this key on /v1 (or set FORESIGHT_API_KEY)")
+    p.add_argument("--api-key", help="require this key on /v1 (visible to other users in `ps`: prefer "
+                   "FORESIGHT_API_KEY or --api-key-file)")
+    p.add_argument("--api-key-file", metavar="PATH",
+                   help="read the API key from this file's first line (or set FORESIGHT_API_KEY_FILE)")
     p.add_argument("--max-upload-mb", type=float, default=512.0, help="largest upload accepted (default 512 MB)")
     p.add_argument("--max-duration", type=float, default=3600.0, help="longest clip accepted, seconds (default 3600)")
     p.add_argument("--max-queue", type=int, default=32, help="queued + running jobs before 429 (default 32)")

@@ -10,8 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import loopback_guard
 from tests.helpers.cli import ROOT, free_port
 from training.media.loopback import RtspServer
+
+
+def pytest_configure(config) -> None:
+    loopback_guard.install()  # no test reaches past loopback, whatever a policy under test allows
 
 
 @pytest.fixture(scope="session")

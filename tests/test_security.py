@@ -15,7 +15,8 @@ from app.api import create_app
 from app.api.metrics import Metrics
 from app.services.settings import Settings
 from app.services.streams import StreamManager
-from pipelines.media.policy import GENERIC_REFUSAL, SourcePolicy, SourceRefused, redact_url
+from pipelines.media.policy import GENERIC_REFUSAL, SourcePolicy, SourceRefused
+from pipelines.media.redact import redact
 from pipelines.sinks.webhooks import WebhookConfig, WebhookSender
 from tests.helpers.web import QuietHandler, serve
 
@@ -165,10 +166,10 @@ def test_refused_stream_source_is_400_with_one_message_and_no_rows(app_client):
 
 def test_redact_url_hides_userinfo_and_token_parameters():
     url = "rtsp://admin:pw@cam.local:554/live?channel=1&token=abc&apikey=k1&X-Amz-Signature=s1&auth=a1#frag"
-    red = redact_url(url)
+    red = redact(url)
     assert "pw" not in red and "admin" not in red and all(s not in red for s in ("abc", "k1", "s1", "a1", "frag"))
     assert red.startswith("rtsp://***@cam.local:554/live?channel=1&token=***")
-    assert redact_url("/data/clip.mp4") == "/data/clip.mp4"
+    assert redact("/data/clip.mp4") == "/data/clip.mp4"
     from pipelines.media.sources import parse_source
 
     assert "pw" not in parse_source("rtsp://u:pw@10.0.0.2/x").name
@@ -283,3 +284,44 @@ def test_server_webhooks_get_the_source_policy(tmp_path):
     assert settings.options.webhook.policy is settings.source_policy
     with pytest.raises(SourceRefused):
         settings.options.webhook.policy.check_url(settings.options.webhook.url)
+
+
+# -- issue 33: IPv6 forms that embed IPv4, and what `hosts` means ---------------------------------------------
+
+def test_ipv6_forms_that_embed_a_refused_ipv4_address_are_refused():
+    policy = SourcePolicy()  # the default: camera LANs and public addresses, never loopback or metadata
+    embedded = {
+        "::7f00:1": "IPv4-compatible 127.0.0.1", "::127.0.0.1": "IPv4-compatible", "::ffff:7f00:1": "mapped",
+        "::ffff:0:7f00:1": "translated (RFC 2765)", "64:ff9b::7f00:1": "NAT64 /96", "64:ff9b::a9fe:a9fe": "NAT64 metadata",
+        "64:ff9b:1:7f00:1:: ": "NAT64 local-use /48", "64:ff9b:1::7f00:1": "NAT64 local-use /96",
+        "2002:7f00:1::1": "6to4 of 127.0.0.1", "2002:a9fe:a9fe::1": "6to4 of the metadata address",
+        "2002:a9fe:1::": "6to4 of link-local", "2001:0:4136:e378:8000:63bf:80ff:fffe": "Teredo of 127.0.0.1",
+        "::a00:1": "IPv4-compatible 10.0.0.1 (allowed)",
+    }
+    for address, what in embedded.items():
+        allowed = policy.address_allowed(address.strip())
+        assert allowed == what.endswith("(allowed)"), (address, what)
+    for url in ("rtsp://[::7f00:1]:554/x", "http://[64:ff9b::127.0.0.1]/", "http://[2002:7f00:1::1]/"):
+        with pytest.raises(SourceRefused):
+            policy.check_source_quick(url)
+    assert policy.address_allowed("64:ff9b::808:808")  # NAT64 of a public address: public like 8.8.8.8
+    assert not SourcePolicy(allow_public=False).address_allowed("64:ff9b::808:808")
+
+
+def test_a_host_list_refuses_ip_literals_that_are_not_on_it(monkeypatch):
+    import socket
+
+    def literals_only(host, *args, **kw):  # an IP literal "resolves" to itself; no name is looked up
+        import ipaddress
+
+        ip = ipaddress.ip_address(host)
+        return [(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, socket.SOCK_STREAM, 6, "", (host, 0))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", literals_only)
+    policy = SourcePolicy(hosts=("localhost",))
+    for url in ("http://8.8.8.8/", "rtsp://10.0.0.1/x", "http://[2001:4860:4860::8888]/", "http://127.0.0.1/"):
+        with pytest.raises(SourceRefused):
+            policy.check_source_quick(url)
+    listed = SourcePolicy(hosts=("127.0.0.1", "::1"), networks=("127.0.0.0/8", "::1/128"), allow_public=False)
+    listed.check_source_quick("http://127.0.0.1:9/")
+    listed.check_source_quick("http://[0:0::1]:9/")  # compared in normal form

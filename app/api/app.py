@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from app.api import guards
+from app.api import access_log, guards
 from app.api.context import Services
 from app.api.guards import BodyLimits
 from app.api.metrics import Metrics
@@ -25,6 +25,7 @@ from pipelines.spine.reaper import start_reaper
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    access_log.install()  # no credentials from request paths in the logs
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

@@ -91,11 +91,29 @@ class Settings:
             allow_public=not args.no_public_sources, allow_devices=args.allow_devices)
         return cls(source_policy=policy, trusted_hosts=tuple(args.trusted_hosts or ()),
                    metrics_need_key=args.metrics_need_key, db_path=Path(args.db), upload_dir=Path(args.uploads) if args.uploads else None,
-                   api_key=args.api_key, max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
+                   api_key=api_key_from(args), max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
                    max_duration_s=args.max_duration, max_queue=args.max_queue, parallel=args.parallel,
                    max_streams=args.max_streams, options=options, retention=retention_from(args),
                    allowed_content_types=tuple(args.allowed_types or DEFAULT_CONTENT_TYPES),
                    grounder_checkpoint=Path(args.grounder) if args.grounder else None)
+
+
+def api_key_from(args) -> str | None:
+    """The key from --api-key, else --api-key-file / FORESIGHT_API_KEY_FILE (first line), else None (then
+    `Settings` reads FORESIGHT_API_KEY). A key given on the command line is visible to every user in `ps`."""
+    if getattr(args, "api_key", None) is not None:
+        return args.api_key
+    path = getattr(args, "api_key_file", None) or os.environ.get("FORESIGHT_API_KEY_FILE")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            key = fh.readline().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--api-key-file {path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    if not key:
+        raise ValueError(f"--api-key-file {path}: the first line is empty")
+    return key
 
 
 def add_recording_flags(p: argparse.ArgumentParser) -> None:

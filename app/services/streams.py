@@ -17,7 +17,8 @@ from pathlib import Path
 from app.services.recordings import Retention, record_config
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, Pipeline
-from pipelines.media.policy import GENERIC_REFUSAL, SourcePolicy, SourceRefused, redact_url, scrub
+from pipelines.media.policy import GENERIC_REFUSAL, SourcePolicy, SourceRefused
+from pipelines.media.redact import redact
 from pipelines.media.sources import SourceKind, SourceSpec, parse_source
 from pipelines.sinks.store import Store
 
@@ -45,7 +46,7 @@ def start_pipeline(store: Store, source: str, options: AnalyzeOptions, job_id: s
     try:
         return Pipeline(source, options, job_id=job_id, db_path=str(store.path), source_id=source_id)
     except BaseException as exc:
-        store.update_job(job_id, status="failed", error=public_error or scrub(str(exc), source))
+        store.update_job(job_id, status="failed", error=public_error or redact(str(exc), source))
         raise
 
 
@@ -141,7 +142,7 @@ class StreamManager:
                                         stream_id=row["stream_id"], restarts=row["restarts"] + 1))
             except (SourceRefused, BadInput, TooManyStreams) as exc:
                 log.warning("persistent stream %s not restarted: %s", row["stream_id"],
-                            scrub(getattr(exc, "reason", None) or str(exc), row["source"]))
+                            redact(getattr(exc, "reason", None) or str(exc), row["source"]))
                 self.store.forget_stream(row["stream_id"])
         return resumed
 
@@ -190,7 +191,7 @@ class StreamManager:
                 source = self.policy.check_source(source)
             if stream.stopping:
                 raise SourceRefused("stopped before it started")
-            self.store.add_source(redact_url(spec.uri), spec.kind.value, source_id=stream.id)
+            self.store.add_source(redact(spec.uri), spec.kind.value, source_id=stream.id)
             self.store.create_job(self.job_kind, spec.name, job_id=stream.job_id)
             if stream.persistent:
                 self.store.remember_stream(stream.id, self.job_kind, source, options.rtsp_transport, stream.job_id,
@@ -199,9 +200,9 @@ class StreamManager:
                                              public_error=GENERIC_REFUSAL if self.policy is not None else None)
         except BaseException as exc:
             reason = getattr(exc, "reason", None) or str(exc)
-            log.warning("stream %s (%s) did not start: %s", stream.id, spec.name, scrub(reason, source))
+            log.warning("stream %s (%s) did not start: %s", stream.id, spec.name, redact(reason, source))
             stream.error = (GENERIC_REFUSAL if self.policy is not None or isinstance(exc, SourceRefused)
-                            else scrub(str(exc), source))
+                            else redact(str(exc), source))
             stream.status = "stopped" if stream.stopping else "failed"
             if stream.persistent and not self._closing:
                 self.store.forget_stream(stream.id)
@@ -223,7 +224,7 @@ class StreamManager:
         except Exception as exc:
             status, error = "failed", str(exc)
         if error:
-            log.warning("stream %s (%s) failed: %s", stream.id, stream.source, error)
+            log.warning("stream %s (%s) failed: %s", stream.id, stream.source, redact(error))
             if self.policy is not None:  # API callers learn that it failed, not what was found
                 error = GENERIC_REFUSAL
             self.store.update_job(stream.job_id, status="failed", error=error)

@@ -19,8 +19,8 @@ import av
 
 from models.errors import BadInput, StreamFailed
 from pipelines.media.decode import MediaDecoder, StreamInfo
-from pipelines.media.policy import redact_text
 from pipelines.media.recorder import RecordConfig, Recorder
+from pipelines.media.redact import redact
 from pipelines.media.segment import Segment
 from pipelines.media.segmenter import Segmenter
 from pipelines.media.sources import SourceSpec, open_container
@@ -83,8 +83,8 @@ class IngestStats:
             "lost_intervals": [[round(a, 3), round(b, 3)] for a, b in self.lost_intervals],
             "lost_seconds": round(self.lost_seconds, 3), "decode_errors": self.decode_errors,
             "analysed_until": round(self.analysed_until, 3),
-            "last_error": redact_text(self.last_error), "failure": redact_text(self.failure),
-            "warnings": [redact_text(w) for w in self.warnings],
+            "last_error": redact(self.last_error), "failure": redact(self.failure),
+            "warnings": [redact(w) for w in self.warnings],
             **({"frames_skipped": self.frames_skipped} if self.frames_skipped else {}),
             **({"recording": dict(self.recording)} if self.recording is not None else {}),
             **({"degradation": dict(self.degradation)} if self.degradation is not None else {}),
@@ -383,4 +383,4 @@ def _reason(exc: BaseException, spec: SourceSpec) -> str:
     """The cause without the source's name repeated."""
     text = str(exc)
     prefix = f"{spec.name}: "
-    return redact_text(text[len(prefix):] if text.startswith(prefix) else text)
+    return redact(text[len(prefix):] if text.startswith(prefix) else text, spec.uri)

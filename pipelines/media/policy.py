@@ -1,15 +1,15 @@
-"""Which network sources a server may open on a caller's behalf (SSRF guard), and URL redaction.
+"""Which network sources a server may open on a caller's behalf (SSRF guard).
 
 `SourcePolicy` answers "may this URL be fetched?": the scheme must be allowed, and every address the host
 resolves to must lie in an allowed network and in no denied one. It is checked after DNS resolution, on
 every HTTP redirect (followed here, one hop at a time) and on every HLS playlist hop (variant playlists and
 segment hosts are read and checked before FFmpeg sees the URL, and FFmpeg gets a protocol whitelist so a
-playlist cannot point it at `file:` or another protocol). Local paths and devices are refused for API
+playlist cannot point it at `file:` or another protocol). While FFmpeg reads, `guarded_io` checks every HTTP
+URL it opens and `rtsp_guard` keeps RTSP on the checked address and refuses RTSP redirects. IPv6 addresses
+that embed an IPv4 one are judged by that IPv4 address (`embedded_ipv4`). Local paths and devices are refused for API
 callers. Refusals raise `SourceRefused`, whose message is deliberately the same for every reason, so an
 API caller learns nothing about what exists on the server's networks or disk; the reason is kept in
 `SourceRefused.reason` for the operator's log.
-
-`redact_url` removes userinfo and token-like query parameters from a URL before it is shown anywhere.
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ import re
 import socket
 import threading
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 GENERIC_REFUSAL = "source refused or unreachable"
-SECRET_PARAMS = re.compile(r"(token|key|apikey|api_key|password|passwd|pwd|secret|sig|signature|auth|"
-                           r"credential|session|jwt|bearer|access|private)", re.IGNORECASE)
 
 # Private camera LANs: RFC 1918, carrier-grade NAT, IPv6 unique-local. Public addresses are allowed too
 # (`allow_public`); loopback, link-local, multicast and unspecified addresses are in none of these.
@@ -59,8 +57,8 @@ class SourcePolicy:
     resolve_timeout_s: float = 5.0
     max_hops: int = 5  # redirects plus playlist levels
     allow_devices: bool = False  # /dev/videoN for API callers
-    hosts: tuple[str, ...] = ()  # when set, host names must match one of these ("cam*.lan"); others are refused
-    # before any DNS lookup (IP literals are judged by the networks alone)
+    hosts: tuple[str, ...] = ()  # when set, every host must match one of these ("cam*.lan", "10.0.0.7"); others,
+    # IP literals included, are refused before any DNS lookup
 
     def __post_init__(self) -> None:
         try:
@@ -71,14 +69,31 @@ class SourcePolicy:
         object.__setattr__(self, "schemes", tuple(s.lower() for s in self.schemes))
 
     def address_allowed(self, address: str) -> bool:
+        """An IPv6 address that embeds an IPv4 one (mapped, compatible, NAT64, 6to4, Teredo) is judged by every
+        IPv4 address it may reach, so `[::7f00:1]` or `[64:ff9b::127.0.0.1]` is loopback like 127.0.0.1."""
         ip = ipaddress.ip_address(address.split("%")[0])
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        if any(ip in _net(n) for n in self.denied if _net(n).version == ip.version):
+        if self._in(ip, self.denied):
             return False
-        if any(ip in _net(n) for n in self.networks if _net(n).version == ip.version):
+        embedded = embedded_ipv4(ip)
+        if embedded:
+            return all(self._judge(v4) for v4 in embedded)
+        return self._judge(ip)
+
+    def _judge(self, ip) -> bool:
+        if self._in(ip, self.denied):
+            return False
+        if self._in(ip, self.networks):
             return True
         return self.allow_public and ip.is_global and not ip.is_multicast
+
+    @staticmethod
+    def _in(ip, networks: tuple[str, ...]) -> bool:
+        return any(ip in _net(n) for n in networks if _net(n).version == ip.version)
+
+    def host_listed(self, host: str) -> bool:
+        """`host` (a name or an IP literal, compared in its normal form) matches one of `hosts`."""
+        host = _normal_host(host)
+        return any(fnmatch.fnmatch(host, _normal_host(h)) for h in self.hosts)
 
     def resolve(self, host: str) -> list[str]:
         """Every address `host` resolves to (a bounded wait); SourceRefused when it does not resolve."""
@@ -111,7 +126,7 @@ class SourcePolicy:
             raise SourceRefused(f"scheme {scheme or '(none)'!r} is not allowed")
         if not host:
             raise SourceRefused("URL without a host")
-        if self.hosts and not _is_ip(host) and not any(fnmatch.fnmatch(host.lower(), h.lower()) for h in self.hosts):
+        if self.hosts and not self.host_listed(host):
             raise SourceRefused(f"host {host!r} is not in the allowed host names")
         addresses = sorted(self.resolve(host), key=lambda a: (":" in a, a))
         for address in addresses:
@@ -193,52 +208,42 @@ class SourcePolicy:
             self._follow(target, hops)
 
 
-def _is_ip(host: str) -> bool:
+NAT64_WKP = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052 well-known prefix
+NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215 local-use prefix (any RFC 6052 length)
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated ::a.b.c.d (::, ::1 excluded below)
+IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # RFC 2765 ::ffff:0:a.b.c.d
+
+
+def embedded_ipv4(ip) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address an IPv6 address embeds (and may reach through a translator or tunnel); [] if none."""
+    if ip.version == 4:
+        return []
+    n, low = int(ip), ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip in IPV4_COMPATIBLE and n > 1:
+        return [low]
+    if ip in IPV4_TRANSLATED or ip in NAT64_WKP:
+        return [low]
+    if ip in NAT64_LOCAL:  # the /48 form puts the address in bits 48-63 and 72-87; longer prefixes further on
+        packed = ip.packed
+        return [low, ipaddress.IPv4Address(packed[6:8] + packed[9:11]),
+                ipaddress.IPv4Address(packed[7:8] + packed[9:12]), ipaddress.IPv4Address(packed[9:13])]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    return []
+
+
+def _normal_host(host: str) -> str:
+    host = host.strip().lower().strip("[]")
     try:
-        ipaddress.ip_address(host)
-        return True
+        return str(ipaddress.ip_address(host))
     except ValueError:
-        return False
+        return host
 
 
 def ffmpeg_protocols(uri: str) -> str | None:
     """FFmpeg's `protocol_whitelist` for a network source (None for files and devices)."""
     return FFMPEG_PROTOCOLS.get(urlsplit(uri).scheme.lower()) if "://" in uri else None
-
-
-def redact_url(uri: str) -> str:
-    """`uri` without userinfo and with token-like query parameters masked; non-URLs come back unchanged."""
-    if "://" not in uri:
-        return uri
-    try:
-        parts = urlsplit(uri)
-        netloc = parts.netloc
-        if "@" in netloc:
-            netloc = "***@" + netloc.rsplit("@", 1)[1]
-        query = parts.query
-        if query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            query = urlencode([(k, "***" if SECRET_PARAMS.search(k) else v) for k, v in pairs], safe="*/:")
-        return urlunsplit((parts.scheme, netloc, parts.path, query, "***" if parts.fragment else ""))
-    except ValueError:
-        return re.sub(r"//[^/@]*@", "//***@", uri.split("?")[0])
-
-
-def scrub(text: str, uri: str) -> str:
-    """`text` (an error message) with the raw `uri` and its userinfo replaced by the redacted form."""
-    if "://" not in uri:
-        return text
-    text = text.replace(uri, redact_url(uri))
-    try:
-        userinfo = urlsplit(uri).netloc.rpartition("@")[0]
-    except ValueError:
-        return text
-    return text.replace(userinfo, "***") if userinfo else text
-
-
-URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-
-
-def redact_text(text: str | None) -> str | None:
-    """Every URL inside `text` (an error message, a log line) redacted."""
-    return URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text) if text else text

@@ -17,7 +17,9 @@ import av
 
 from models.errors import BadInput
 from pipelines.media.guarded_io import GuardedHttp
-from pipelines.media.policy import SourcePolicy, SourceRefused, ffmpeg_protocols, redact_url, scrub
+from pipelines.media.policy import SourcePolicy, SourceRefused, ffmpeg_protocols
+from pipelines.media.redact import redact
+from pipelines.media.rtsp_guard import RtspRelay
 
 VIDEO_EXTENSIONS = {".mp4", ".mkv", ".mov", ".avi", ".webm", ".ts", ".m4v", ".flv", ".mpg", ".mpeg", ".wmv", ".3gp"}
 AUDIO_EXTENSIONS = {".wav", ".mp3", ".flac", ".ogg", ".oga", ".m4a", ".aac", ".opus"}
@@ -48,7 +50,7 @@ class SourceSpec:
     def name(self) -> str:
         if self.kind is SourceKind.FILE:
             return Path(self.uri).name
-        return redact_url(self.uri)  # never show credentials (results, job rows, metrics, logs)
+        return redact(self.uri)  # never show credentials (results, job rows, metrics, logs)
 
 
 def parse_source(uri: str, rtsp_transport: str = "tcp", live: bool | None = None,
@@ -106,32 +108,43 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
     protocols = ffmpeg_protocols(spec.uri)
     if protocols:  # a playlist or redirect cannot point FFmpeg at file: or another protocol
         options.setdefault("protocol_whitelist", protocols)
-    uri, io_open = spec.uri, None
+    uri, io_open, relay = spec.uri, None, None
     try:
         if spec.guard is not None and spec.kind in (SourceKind.HTTP, SourceKind.HLS):
             io_open = GuardedHttp(spec.guard, read_timeout_s).open  # every URL FFmpeg opens goes through it
             options["http_persistent"] = "0"  # HLS would reuse FFmpeg's own HTTP connection (asserts on ours)
         elif spec.guard is not None and spec.kind is SourceKind.RTSP:
-            uri = spec.guard.pin(spec.uri)[0]  # FFmpeg connects to the address that was checked
+            # FFmpeg talks to a relay that connects only to the checked address and never passes a redirect on
+            relay = RtspRelay(spec.guard, spec.uri, max(open_timeout_s, read_timeout_s))
+            uri, options["protocol_whitelist"] = relay.url, "rtsp,rtp,udp,tcp"  # TLS, if any, is the relay's
     except SourceRefused as exc:
         raise BadInput(f"{spec.name}: source refused ({exc.reason})") from None
     try:
         return av.open(uri, mode="r", format=spec.format, options=options,
                        timeout=(open_timeout_s, read_timeout_s), io_open=io_open)
-    except av.error.InvalidDataError:
-        raise BadInput(f"{spec.name}: not a readable media file (invalid data)") from None
-    except av.error.ExitError:
-        raise BadInput(f"{spec.name}: timed out or interrupted while opening") from None
-    except ConnectionRefusedError:
-        raise BadInput(f"{spec.name}: connection refused") from None
-    except TimeoutError:
-        raise BadInput(f"{spec.name}: timed out after {open_timeout_s:.0f} s while opening") from None
-    except FileNotFoundError:
-        raise BadInput(f"{spec.name}: not found") from None
-    except av.error.FFmpegError as exc:
-        raise BadInput(f"{spec.name}: cannot open ({scrub(_one_line(exc), spec.uri)})") from None
-    except OSError as exc:
-        raise BadInput(f"{spec.name}: cannot open ({scrub(_one_line(exc), spec.uri)})") from None
+    except (av.error.FFmpegError, OSError) as exc:
+        if relay is not None:
+            relay.close()  # no new connections; one that is open ends with FFmpeg's
+        if relay is not None and relay.refused:
+            raise BadInput(f"{spec.name}: source refused ({relay.refused})") from None
+        if relay is not None and relay.upstream_error:
+            raise BadInput(f"{spec.name}: {relay.upstream_error}") from None
+        raise _bad_input(spec, exc, open_timeout_s) from None
+
+
+def _bad_input(spec: SourceSpec, exc: BaseException, open_timeout_s: float) -> BadInput:
+    """The one-line BadInput for an FFmpeg or OS failure to open `spec`."""
+    if isinstance(exc, av.error.InvalidDataError):
+        return BadInput(f"{spec.name}: not a readable media file (invalid data)")
+    if isinstance(exc, av.error.ExitError):
+        return BadInput(f"{spec.name}: timed out or interrupted while opening")
+    if isinstance(exc, ConnectionRefusedError):
+        return BadInput(f"{spec.name}: connection refused")
+    if isinstance(exc, TimeoutError):
+        return BadInput(f"{spec.name}: timed out after {open_timeout_s:.0f} s while opening")
+    if isinstance(exc, FileNotFoundError):
+        return BadInput(f"{spec.name}: not found")
+    return BadInput(f"{spec.name}: cannot open ({redact(_one_line(exc), spec.uri)})")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from pipelines.media.policy import SourcePolicy, SourceRefused, redact_url
+from pipelines.media.policy import SourcePolicy, SourceRefused
+from pipelines.media.redact import redact
 from pipelines.stages.record import Second
 
 
@@ -29,7 +30,7 @@ class WebhookConfig:
 
     def __post_init__(self) -> None:
         if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"webhook URL must be http(s)://, got {redact_url(self.url)!r}")
+            raise ValueError(f"webhook URL must be http(s)://, got {redact(self.url)!r}")
         unknown = set(self.kinds) - {"alerts", "events", "moments"}
         if unknown:
             raise ValueError(f"unknown webhook kinds {sorted(unknown)}")
