@@ -15,7 +15,7 @@ def limit_threads(n: int = 1) -> None:
 # (tag_threshold, tag_top_k, tag_min_s) per YAMNet model, each chosen by `training.corpus.calibrate_tags` on the
 # clips outside the test split: w8a8 on corpus v3 (docs/results/tag_calibration.json), float on corpus v4
 # (docs/results/tag_calibration_v4_float.json).
-TAG_SETTINGS = {"w8a8": (0.35, 3, 2.0), "float": (0.35, 3, 2.0)}
+TAG_SETTINGS = {"w8a8": (0.35, 3, 2.0), "float": (0.3, 3, 2.0)}
 
 
 def _yamnet_choice(model: str | None = None) -> str:

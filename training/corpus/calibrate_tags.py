@@ -102,17 +102,19 @@ def score(clips: list, config: StageConfig, min_s: float) -> dict:
             "false_events": int(fp[scored].sum())}
 
 
-def calibrate(corpus: Path) -> dict:
-    """Every setting on train + val; the best mean F1 with fewer than 1 false event per eventless minute."""
+def calibrate(corpus: Path, splits: tuple[str, ...] = ("train", "val")) -> dict:
+    """Every setting on `splits`; the best mean F1 with fewer than 1 false event per eventless minute."""
+    if "test" in splits:
+        raise ValueError("the test split is scored, never calibrated on")
     model = corpus_yamnet(corpus)
-    calib = load_clips(corpus, ("train", "val"))
+    calib = load_clips(corpus, splits)
     rows = []
     for thr, k, min_s in itertools.product(THRESHOLDS, TOP_K, MIN_SECONDS):
         config = StageConfig(yamnet=model, tag_threshold=thr, tag_top_k=k)
         rows.append({"tag_threshold": thr, "tag_top_k": k, "tag_min_s": min_s, **score(calib, config, min_s)})
     allowed = [r for r in rows if r["false_events_per_min"] < 1.0] or rows
     best = max(allowed, key=lambda r: (r["mean_f1"], -r["false_events_per_min"]))
-    return {"yamnet": model, "calibration_split": ["train", "val"], "clips": len(calib), "grid": rows,
+    return {"yamnet": model, "calibration_split": list(splits), "clips": len(calib), "grid": rows,
             "chosen": best}
 
 
@@ -129,10 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--score-test", nargs="?", const="both", choices=("chosen", "shipped", "both"),
                    help="also score on test the chosen setting, the shipped one for this corpus's YAMNet "
                         "(TAG_SETTINGS), or both (the default when given without a value)")
+    p.add_argument("--splits", default="train,val", help="the splits calibrated on (default: all but test)")
     args = p.parse_args(argv)
     if not (args.corpus / "corpus.json").is_file():
         p.error(f"no corpus at {args.corpus} (build it: foresight train corpus --version 3 --out {args.corpus})")
-    report = calibrate(args.corpus)
+    splits = tuple(s.strip() for s in args.splits.split(",") if s.strip())
+    if not splits or set(splits) - {"train", "val"}:
+        p.error("--splits takes train and/or val (the test split is only scored)")
+    report = calibrate(args.corpus, splits)
     if args.score_test:
         test, model, chosen = load_clips(args.corpus, ("test",)), report["yamnet"], report["chosen"]
         settings = {}
