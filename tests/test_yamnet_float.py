@@ -12,11 +12,15 @@ import numpy as np
 import pytest
 
 from models.audio.tags import RATE, YamnetTagger, yamnet_patch
-from models.audio.yamnet_models import FLOAT_FILES, FLOAT_ZIP, float_dir, install_float_from_wheel, yamnet_choice
+from models.audio.yamnet_models import (
+    FLOAT_FILES,
+    FLOAT_ZIP,
+    float_dir,
+    install_float_from_wheel,
+    yamnet_choice,
+)
 from models.errors import BadInput
 from training.media.synth import sound
-
-PHONE = {"Telephone", "Telephone bell ringing", "Ringtone"}
 
 
 @pytest.fixture(scope="module")
