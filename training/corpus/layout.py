@@ -53,3 +53,20 @@ def write_split_files(root: Path, truths: list[ClipTruth], lengths: dict[str, in
             for t in members:
                 for q in t.queries:
                     fh.write(json.dumps(q) + "\n")
+
+
+def corpus_yamnet(root: str | Path) -> str:
+    """Which YAMNet ("float" or "w8a8") scored the corpus's stored audio features, read from its encoder manifest
+    (`models/encoders/embedded.py` stamps "|yamnet-float" into the version; w8a8 corpora predate the stamp)."""
+    manifests = sorted((Path(root) / "manifest" / "embedded").glob("*.json"))
+    if not manifests:
+        raise FileNotFoundError(f"no encoded corpus at {root} (missing manifest/embedded/)")
+    return "float" if "|yamnet-float" in json.loads(manifests[0].read_text()).get("version", "") else "w8a8"
+
+
+def check_corpus_yamnet(root: str | Path, model: str) -> None:
+    """ValueError when the corpus's tags come from another YAMNet than the one `model` calibrates for."""
+    stored = corpus_yamnet(root)
+    if stored != model:
+        raise ValueError(f"{root} holds {stored} YAMNet scores but the settings are for {model}: "
+                         f"run with FORESIGHT_YAMNET={stored}, or rebuild the corpus with FORESIGHT_YAMNET={model}")

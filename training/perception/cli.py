@@ -68,7 +68,11 @@ def eval_main(argv: list[str]) -> int:
             print("error: --prefm-threshold must be in (0, 1)", file=sys.stderr)
             return 2
         config.prefm_threshold = a.prefm_threshold
-    report = perception_report(a.corpus, a.split, config, asr=not a.no_asr, grounding=not a.no_grounding)
+    try:
+        report = perception_report(a.corpus, a.split, config, asr=not a.no_asr, grounding=not a.no_grounding)
+    except ValueError as exc:  # e.g. the corpus holds the other YAMNet's scores
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     text = json.dumps(report, indent=1)
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)

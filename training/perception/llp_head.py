@@ -42,7 +42,7 @@ from models.prefm.metrics import extract_events, pooled_class_f1
 from models.taxonomy import audioset_index, heard_as
 from pipelines.stages.config import StageConfig
 from training.corpus.calibrate_tags import class_names_of_tag, predictions, tag_events
-from training.corpus.layout import load_truths
+from training.corpus.layout import check_corpus_yamnet, load_truths
 
 SPEECH = LLP_CLASSES.index("Speech")
 SCORED = [c for c in range(len(LLP_CLASSES)) if c != SPEECH]
@@ -313,7 +313,9 @@ def evaluate(method: Method, val: Split, cv: list[Split], all_classes: bool = Fa
 
 def grid() -> list[tuple[str, Method, bool]]:
     """Every variant tried, in the order tried: (name, method, score all 16 classes)."""
-    rows: list[tuple[str, Method, bool]] = [("tag path (shipped: 0.35, top 3, 2 s)", baseline(), False),
+    c = StageConfig()
+    shipped = f"tag path (shipped, {c.yamnet}: {c.tag_threshold}, top {c.tag_top_k}, {c.tag_min_s:g} s)"
+    rows: list[tuple[str, Method, bool]] = [(shipped, baseline(), False),
                                             ("tag path, all classes", baseline(), True)]
     rows += [(f"map, one threshold {on}, shortest {m} s", map_threshold(on, m), False)
              for on, m in itertools.product((0.2, 0.3, 0.4, 0.5), (1.0, 2.0))]
@@ -371,6 +373,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (a.corpus / "corpus.json").is_file():
         p.error(f"no corpus at {a.corpus} (build it: foresight train corpus --version 4 --out {a.corpus})")
     t0 = time.perf_counter()
+    try:
+        check_corpus_yamnet(a.corpus, StageConfig().yamnet)
+    except ValueError as exc:
+        p.error(str(exc))
     clips = load_clips(a.corpus)
     val = [([c for c in clips if c.split == "train"], [c for c in clips if c.split == "val"])]
     cv = [grouped_folds(clips, a.folds, s) for s in range(a.repeats)]

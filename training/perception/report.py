@@ -95,7 +95,10 @@ def event_report(corpus: Path, split: str, config=None) -> dict:
     from models.encoders.weights import yolo_files
     from pipelines.stages.config import StageConfig
     from pipelines.stages.parser import ParserStage
+    from training.corpus.layout import check_corpus_yamnet
 
+    config = config or StageConfig()
+    check_corpus_yamnet(corpus, config.yamnet)
     labels = [n.strip() for n in yolo_files()[2].read_text().splitlines() if n.strip()]
     preds: dict[str, list] = {"audio": [], "visual": []}
     gts: dict[str, list] = {"audio": [], "visual": []}
@@ -106,7 +109,7 @@ def event_report(corpus: Path, split: str, config=None) -> dict:
         feats = {m: np.load(corpus / "embedded" / m / f"{truth.clip_id}.npy") for m in ("audio", "visual")}
         gt = {m: np.load(corpus / "label" / "label" / m / f"{truth.clip_id}.npy") for m in ("audio", "visual")}
         seconds = min(len(feats["audio"]), len(feats["visual"]), len(gt["audio"]))
-        events = replay(ParserStage(config or StageConfig()), feats["audio"][:seconds], feats["visual"][:seconds], labels)
+        events = replay(ParserStage(config), feats["audio"][:seconds], feats["visual"][:seconds], labels)
         pred = llp_predictions(events, seconds)
         clips += 1
         for m in ("audio", "visual"):
