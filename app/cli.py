@@ -143,6 +143,7 @@ TRAIN_EVAL = {
     ("eval", "safety"): "training.safety.cli:eval_main",
     ("eval", "perception"): "training.perception.cli:eval_main",
     ("train", "corpus"): "training.corpus.cli:build_main",
+    ("train", "detset"): "training.perception.detset:build_main",
     ("eval", "training"): "training.cli:eval_training_main",
 }
 
