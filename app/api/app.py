@@ -78,7 +78,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return response
 
     guards.install(app)
-    app.add_middleware(BodyLimits, max_bytes=settings.max_json_bytes, timeout_s=settings.body_timeout_s)
+    app.add_middleware(BodyLimits, max_bytes=settings.max_json_bytes, timeout_s=settings.body_timeout_s,
+                       api_key=settings.api_key, upload_paths=("/v1/analyze",))
     if settings.trusted_hosts:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.trusted_hosts))
 

@@ -29,15 +29,23 @@ def services(request: Request) -> Services:
     return request.app.state.services
 
 
+NO_KEY = "missing or wrong API key (send X-API-Key or Authorization: Bearer)"
+
+
+def key_matches(key: str, x_api_key: str | None, authorization: str | None) -> bool:
+    """Whether the request's `X-API-Key` or `Authorization: Bearer` header carries `key` (constant time). The one
+    check both the router dependency and the body guard (`guards.BodyLimits`, before any body is read) use."""
+    given = x_api_key
+    auth = authorization or ""
+    if given is None and auth.lower().startswith("bearer "):
+        given = auth[7:].strip()
+    return given is not None and hmac.compare_digest(given.encode("utf-8", "replace"), key.encode())
+
+
 def require_api_key(request: Request) -> None:
     """With an API key configured, /v1 needs `X-API-Key: KEY` or `Authorization: Bearer KEY`."""
     key = request.app.state.services.settings.api_key
     if key is None:
         return
-    given = request.headers.get("x-api-key")
-    auth = request.headers.get("authorization", "")
-    if given is None and auth.lower().startswith("bearer "):
-        given = auth[7:].strip()
-    if given is None or not hmac.compare_digest(given.encode(), key.encode()):
-        raise HTTPException(401, "missing or wrong API key (send X-API-Key or Authorization: Bearer)",
-                            headers={"WWW-Authenticate": "Bearer"})
+    if not key_matches(key, request.headers.get("x-api-key"), request.headers.get("authorization")):
+        raise HTTPException(401, NO_KEY, headers={"WWW-Authenticate": "Bearer"})

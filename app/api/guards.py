@@ -12,6 +12,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.routing import Match
 
+from app.api.context import NO_KEY, key_matches
+
 KNOWN_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 BODY_METHODS = ("POST", "PUT", "PATCH")
 
@@ -20,27 +22,41 @@ def problem(status: int, detail: str, headers: dict | None = None) -> JSONRespon
     return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
 
-async def _send_problem(send, status: int, detail: str) -> None:
+async def _send_problem(send, status: int, detail: str, extra: list | None = None) -> None:
     body = json.dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
+                            (b"connection", b"close"), *(extra or [])]})
     await send({"type": "http.response.body", "body": body})
 
 
 class BodyLimits:
-    """Non-multipart request bodies (JSON) are read here up to `max_bytes` (413 beyond) with `timeout_s`
-    between chunks (408 for a stalled client), then handed on. Multipart uploads have their own limits."""
+    """Everything a request body must pass before a byte of it is read, on every route: the API key (401), the
+    content type (415: multipart only where a route takes uploads, `upload_paths`), and the size (413 from
+    Content-Length). JSON bodies are then read here up to `max_bytes` (413 beyond) with `timeout_s` between chunks
+    (408 for a stalled client) and handed on; an upload route streams its own body under its own limits (the
+    upload's size and the same stall timeout, `app.api.multipart`)."""
 
-    def __init__(self, app, max_bytes: int, timeout_s: float):
+    def __init__(self, app, max_bytes: int, timeout_s: float, api_key: str | None = None,
+                 upload_paths: tuple[str, ...] = ()):
         self.app, self.max_bytes, self.timeout_s = app, max_bytes, timeout_s
+        self.api_key, self.upload_paths = api_key, upload_paths
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
+        if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = dict(scope["headers"])
-        if headers.get(b"content-type", b"").lower().startswith(b"multipart/"):
+        path = scope.get("path", "")
+        if self.api_key is not None and (path == "/v1" or path.startswith("/v1/")) and scope["method"] != "OPTIONS":
+            text = {k: headers[k].decode("latin-1") for k in (b"x-api-key", b"authorization") if k in headers}
+            if not key_matches(self.api_key, text.get(b"x-api-key"), text.get(b"authorization")):
+                return await _send_problem(send, 401, NO_KEY, [(b"www-authenticate", b"Bearer")])
+        if scope["method"] not in BODY_METHODS:
             return await self.app(scope, receive, send)
+        if headers.get(b"content-type", b"").lower().startswith(b"multipart/"):
+            if path in self.upload_paths:
+                return await self.app(scope, receive, send)
+            return await _send_problem(send, 415, "this route takes application/json, not multipart")
         length = headers.get(b"content-length", b"")
         too_large = f"request body is larger than {self.max_bytes} bytes"
         if length.isdigit() and int(length) > self.max_bytes:

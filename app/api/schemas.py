@@ -35,6 +35,10 @@ class Problem(BaseModel):
     detail: str = Field(description="one-line reason")
 
 
+# What the body guard (`app.api.guards.BodyLimits`) answers on any JSON route before the route runs.
+BODY_REFUSALS = {code: {"model": Problem} for code in (401, 408, 413, 415)}
+
+
 class JobCreated(BaseModel):
     job_id: str
     status: JobStatusName

@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.context import Services, require_api_key, services
-from app.api.schemas import Problem, StreamCreate, StreamInfo, WatchesUpdate
+from app.api.schemas import BODY_REFUSALS, Problem, StreamCreate, StreamInfo, WatchesUpdate
 from app.api.sse import comment, feed_item_frames, frame
 from app.services.streams import LiveStream, TooManyStreams
 from models.errors import BadInput
@@ -39,7 +39,7 @@ def _get(svc: Services, stream_id: str) -> LiveStream:
 
 
 @router.post("", status_code=202, response_model=StreamInfo,
-             responses={400: {"model": Problem}, 401: {"model": Problem}, 429: {"model": Problem}},
+             responses={400: {"model": Problem}, 429: {"model": Problem}, **BODY_REFUSALS},
              summary="Start analysing a live source (connects in the background; status starts as 'starting')")
 def add_stream(body: StreamCreate, svc: Services = Depends(services)) -> StreamInfo:
     try:
@@ -76,7 +76,7 @@ def remove_stream(stream_id: str, svc: Services = Depends(services)) -> StreamIn
 
 
 @router.put("/{stream_id}/watches", response_model=StreamInfo,
-            responses={400: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}},
+            responses={400: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}, **BODY_REFUSALS},
             summary="Replace a running stream's standing queries (watches); they are checked from its next second")
 def set_watches(stream_id: str, body: WatchesUpdate, svc: Services = Depends(services)) -> StreamInfo:
     try:
