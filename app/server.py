@@ -42,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept only requests with this Host header (repeat; '*.example.org' allowed)")
     p.add_argument("--metrics-need-key", action="store_true", help="/metrics needs the API key too")
     p.add_argument("--log-level", default="warning")
+    p.add_argument("--reconnect-budget", type=float, metavar="SECONDS",
+                   help="give up on a live stream that stays down this many seconds (default: never; it is "
+                        "retried with capped backoff until it comes back or is stopped)")
+    p.add_argument("--reconnect-max-delay", type=float, default=8.0, metavar="SECONDS",
+                   help="longest wait between reconnection attempts of a live stream (default 8)")
     add_recording_flags(p)
     add_analysis_flags(p)
     return p

@@ -149,6 +149,23 @@ def test_failure_hints_name_what_to_try():
     assert failure_hint("port 4610 is busy") is None  # status codes match as whole numbers only
 
 
+def test_hints_follow_what_failed_a_source_that_worked_went_away():
+    from ui.hints import failure_hint
+    from ui.panels import had_data
+
+    worked = had_data({"health": "reconnecting", "segments_emitted": 180, "reconnects": 0})
+    assert worked and not had_data({"health": "connecting", "segments_emitted": 0})
+    for reason in ("rtsp://127.0.0.1:9/x: connection refused", "could not connect (404 Not Found)",
+                   "source ended", "[Errno 110] timed out"):
+        hint = failure_hint(reason, had_data=worked)
+        assert "went away" in hint or "stopped sending" in hint, reason
+        assert "URL after the host" not in hint and "check the address" not in hint, reason
+    assert "password" in failure_hint("401 Unauthorized", had_data=True)
+    assert "reconnect budget" in failure_hint("stream stopped sending at 90.0 s and did not come back within 30 s",
+                                              had_data=True)
+    assert "path" in failure_hint("could not connect (404 Not Found)")  # never worked: the URL is the suspect
+
+
 def test_alert_lines_have_mm_ss_the_full_reason_and_evidence():
     reason = "A person has been lying still for 12 s after a fall; " * 3
     lines = alert_lines([{"time": 68.4, "severity": "critical", "rule": "fall", "reason": reason, "lead_time_s": 4.0,

@@ -200,7 +200,7 @@ def test_reload_finds_the_live_stream_and_stop_ends_its_processes(live, tmp_path
     b.wait_for("[...document.querySelectorAll('[data-testid=stCodeBlock], code')].some(c => "
                "c.innerText.includes('[00:'))", 120, "a transcript line")
     actors = pipeline_actors(proc.pid)
-    # the stream's own actor (its reader and sink); the stage hosts are shared and stay
+    # the stream's own actor (its reader and sink); the shared stage hosts end a while after the last stream
     assert any("IngestActor" in t for t in actors.values()), actors
     b.js("window.beforeReload = true")
     b.call("Page.reload")  # a new Streamlit session: nothing of the old tab's state is left

@@ -9,6 +9,7 @@ the other's work.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -50,7 +51,9 @@ def retention() -> Retention:
 def stream_manager(store: Store) -> StreamManager:
     """The process's registry of live sources (jobs of a dashboard that died while streaming are marked failed);
     each is recorded under `recordings/` next to the store, as `foresight serve` records its streams."""
-    return StreamManager(store, str(store.path), AnalyzeOptions(), max_streams(), job_kind=LIVE_JOB_KIND,
+    options = AnalyzeOptions()
+    options.reconnect.outage_budget_s = math.inf  # a camera away for a while is retried until it comes back
+    return StreamManager(store, str(store.path), options, max_streams(), job_kind=LIVE_JOB_KIND,
                          recordings=recordings_root(store.path), retention=retention())
 
 

@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from app.services.streams import LiveStream, StreamManager
+from app.services.streams import LiveStream, StreamManager, shown_status
 from models.errors import BadInput
 from pipelines.sinks.store import Store
 from ui.data import LiveState, fmt_time
@@ -48,8 +48,9 @@ def stream_row(manager: StreamManager, store: Store, stream: LiveStream, picture
     name, status, mid, view, stop = st.columns([5, 2, 2, 1, 1], vertical_alignment="center")
     name.markdown(f"**{stream.source}**  \njob `{stream.job_id}`, since "
                   f"{time.strftime('%H:%M:%S', time.localtime(stream.created_at))}")
+    stats = manager.health(stream)["stats"] if stream.status == "running" else (stream.final_stats or {})
     with status:
-        state_badge(stream.status)
+        state_badge(shown_status(stream, stats))
     if stream.status == "running" and st.session_state.get("viewing") != stream.id:
         if view.button("View", key=f"view_{stream.id}"):
             st.session_state.viewing = stream.id
@@ -60,7 +61,11 @@ def stream_row(manager: StreamManager, store: Store, stream: LiveStream, picture
     if stream.watches:
         st.caption("watching for: " + "; ".join(stream.watches))
     if stream.status == "failed":
-        failure(_stored_error(store, stream), f"{stream.source} failed")
+        failure(_stored_error(store, stream), f"{stream.source} failed", stats)
+    elif shown_status(stream, stats) == "reconnecting":
+        since = stats.get("outage_since")
+        st.caption(f"reconnecting{' since ' + time.strftime('%H:%M:%S', time.localtime(since)) if since else ''}: "
+                   f"{stats.get('last_error') or 'no data'}")
 
 
 def picture(grabber: FrameGrabber | None, live: LiveState) -> None:

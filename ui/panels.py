@@ -3,6 +3,7 @@ transcript and alerts."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -21,10 +22,16 @@ def state_badge(name: str) -> None:
     st.badge(name, color=STATE_COLORS.get(name, "gray"))
 
 
-def failure(reason: str | None, what: str = "failed") -> None:
-    """The reason a source failed, in words, and what to try."""
+def had_data(health: dict | None) -> bool:
+    """The source sent data before (what failed is an outage of a source that worked, not its address)."""
+    health = health or {}
+    return bool(health.get("reconnects") or health.get("segments_emitted") or health.get("health") == "reconnecting")
+
+
+def failure(reason: str | None, what: str = "failed", health: dict | None = None) -> None:
+    """The reason a source failed, in words, and what to try (`health`: its ingest counters, if known)."""
     st.error(f"{what}: {reason or 'no reason was recorded'}")
-    hint = failure_hint(reason)
+    hint = failure_hint(reason, had_data(health))
     if hint:
         st.info(f"Try this: {hint}")
 
@@ -49,10 +56,12 @@ def health_panel(health: dict) -> None:
     if degradation:  # under a latency budget: say what was given up to keep up, never degrade silently
         st.caption(degradation_line(degradation))
     if health.get("failure"):
-        failure(health["failure"])
+        failure(health["failure"], health=health)
     elif health.get("last_error") and health.get("health") in ("connecting", "reconnecting"):
-        st.warning(f"last error: {health['last_error']}")
-        hint = failure_hint(health["last_error"])
+        since = health.get("outage_since")
+        away = f"away since {time.strftime('%H:%M:%S', time.localtime(since))} · " if since else ""
+        st.warning(f"{away}last error: {health['last_error']}")
+        hint = failure_hint(health["last_error"], had_data(health))
         if hint:
             st.caption(f"Try this: {hint}")
 

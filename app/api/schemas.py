@@ -28,7 +28,7 @@ def _words(value: str) -> str:
 Text = Annotated[str, AfterValidator(_text)]
 Watch = Annotated[str, AfterValidator(_text), AfterValidator(_words), Field(min_length=1, max_length=200)]
 JobStatusName = Literal["queued", "running", "done", "stopped", "failed"]  # stopped: a live stream stopped by its user
-StreamStatusName = Literal["starting", "running", "ended", "stopped", "failed"]
+StreamStatusName = Literal["starting", "running", "reconnecting", "ended", "stopped", "failed"]
 
 
 class Problem(BaseModel):
@@ -129,7 +129,8 @@ class StreamInfo(BaseModel):
     id: str
     source: str
     job_id: str
-    status: StreamStatusName
+    status: StreamStatusName = Field(description="'reconnecting' while its source is away: health.outage_since "
+                                     "(epoch s of its last data) and health.last_error say since when and why")
     error: str | None = None
     created_at: float
     persistent: bool = False

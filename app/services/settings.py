@@ -82,6 +82,13 @@ class Settings:
     def from_args(cls, args) -> Settings:
         """`foresight serve`'s flags; ValueError or BadInput with the reason."""
         options = analysis_options(args)
+        if getattr(args, "reconnect_budget", None) is None:  # a camera of the server is retried until it comes back or is stopped
+            options.reconnect.outage_budget_s = math.inf
+        max_delay = getattr(args, "reconnect_max_delay", 8.0)
+        if not 0 < max_delay < math.inf:
+            raise BadInput("--reconnect-max-delay must be a positive number of seconds")
+        options.reconnect.max_s = max_delay
+        options.reconnect.initial_s = min(options.reconnect.initial_s, max_delay)
         if not args.max_upload_mb > 0:
             raise ValueError("--max-upload-mb must be positive")
         policy = _policy().SourcePolicy(

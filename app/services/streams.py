@@ -50,6 +50,14 @@ def start_pipeline(store: Store, source: str, options: AnalyzeOptions, job_id: s
         raise
 
 
+def shown_status(stream: LiveStream, stats: dict) -> str:
+    """Its status for a row: "reconnecting" while a running stream's source is away (its health `stats`, from
+    `StreamManager.health`, say since when in `outage_since` and why in `last_error`), else `stream.status`."""
+    if stream.status == "running" and stats.get("health") == "reconnecting":
+        return "reconnecting"
+    return stream.status
+
+
 class TooManyStreams(Exception):
     """`max_streams` live sources are running already."""
 

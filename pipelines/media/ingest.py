@@ -36,8 +36,8 @@ class Health(StrEnum):
 
 @dataclass
 class ReconnectPolicy:
-    """Exponential backoff with jitter, for live sources once they have delivered data: an outage longer than
-    `outage_budget_s` ends the stream. Before the first data a failure ends it at once, unless
+    """Exponential backoff with jitter (capped at `max_s`), for live sources once they have delivered data: an
+    outage longer than `outage_budget_s` ends the stream (`math.inf`: never, as `serve` and the dashboard do). Before the first data a failure ends it at once, unless
     `retry_before_data` (`--retry`, a camera expected to come up late): then the same backoff and budget apply
     from the first attempt."""
 
@@ -49,7 +49,7 @@ class ReconnectPolicy:
     retry_before_data: bool = False
 
     def delay(self, attempt: int, rng: random.Random) -> float:
-        base = min(self.max_s, self.initial_s * self.factor ** attempt)
+        base = min(self.max_s, self.initial_s * self.factor ** min(attempt, 64))  # no float overflow when forever
         return base * (1.0 + self.jitter * (2 * rng.random() - 1))
 
 
@@ -66,6 +66,7 @@ class IngestStats:
     decode_errors: int = 0
     analysed_until: float = 0.0  # end of the last second emitted (less than the duration if decoding stopped early)
     last_error: str | None = None
+    outage_since: float | None = None  # during an outage: the wall-clock time (epoch s) its last data arrived
     failure: str | None = None
     warnings: list[str] = field(default_factory=list)
     recording: dict | None = None  # a recorded live source: its folder, segments written, write errors
@@ -84,6 +85,7 @@ class IngestStats:
             "lost_seconds": round(self.lost_seconds, 3), "decode_errors": self.decode_errors,
             "analysed_until": round(self.analysed_until, 3),
             "last_error": redact(self.last_error), "failure": redact(self.failure),
+            "outage_since": None if self.outage_since is None else round(self.outage_since, 3),
             "warnings": [redact(w) for w in self.warnings],
             **({"frames_skipped": self.frames_skipped} if self.frames_skipped else {}),
             **({"recording": dict(self.recording)} if self.recording is not None else {}),
@@ -170,6 +172,7 @@ class SegmentReader:
         self._info_ready = threading.Event()
         self._segmenter: Segmenter | None = None
         self._delivered = False  # the source has sent data: from then on the reconnect policy applies
+        self._last_data = (0.0, 0.0)  # (monotonic, wall-clock) time the last item arrived: where an outage starts
         self.timings = {"decode_s": 0.0, "segment_s": 0.0}  # seconds the reader thread spent in each
         # a live source's packets are also remuxed into a ring of segments on disk (recorder.py)
         self.recorder = Recorder(record) if record is not None and spec.live else None
@@ -296,6 +299,7 @@ class SegmentReader:
             if item is _END:
                 return
             self._delivered = True
+            self._last_data = (time.monotonic(), time.time())
             if self._stop.is_set():
                 return
             done = list(seg.push(item))
@@ -334,10 +338,12 @@ class SegmentReader:
                 seg = Segmenter(self.source_id, decoder.video is not None, decoder.audio is not None)
                 self._segmenter = seg
             elif self._delivered:
-                # Same timeline across the outage: skip the seconds that were lost.
+                # Same timeline across the outage: skip the seconds that were lost. The outage runs from the
+                # last data to now (wall clock), not from when the loss was noticed (the watchdog, a read error).
                 outage = time.monotonic() - outage_started
                 resume = int(math.ceil(lost_from + outage))
-                self.stats.lost_intervals.append((lost_from, float(resume)))
+                self.stats.lost_intervals.append((lost_from, lost_from + outage))
+                self.stats.outage_since = None
                 self.stats.reconnects += 1
                 seg.reset_streams(decoder.video is not None, decoder.audio is not None)
                 seg.skip_to(resume)
@@ -376,7 +382,7 @@ class SegmentReader:
                 self._stop.wait(self.policy.delay(0, self._rng))
             lost_from = seg.last_time
             if self._delivered:  # before the first data the budget runs from the first attempt
-                outage_started = time.monotonic()
+                outage_started, self.stats.outage_since = self._last_data
 
 
 def _reason(exc: BaseException, spec: SourceSpec) -> str:

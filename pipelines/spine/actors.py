@@ -1,5 +1,5 @@
-"""The stage graph on Ray: one `StageHost` per graph node shared by every stream of the driver, and per stream
-one `IngestActor` that reads the source, chains the hosts and is the stream's sink.
+"""The stage graph on Ray: one `StageHost` per graph node shared by every stream of the driver (ended a short
+while after the last stream closes: `release_hosts`), and per stream one `IngestActor` that reads the source, chains the hosts and is the stream's sink.
 
 A host keeps one stage object per stream (VAD spans, PreFM ring buffer, pose tracks, grounding watches, safety
 log), created on the stream's first call and freed by `close(stream)`; the models inside come from one
@@ -162,17 +162,34 @@ class StageHost:
 
 _HELD: dict[str, object] = {}  # the handles that created the hosts: Ray ends an actor once its creator's is gone
 _HELD_LOCK = threading.Lock()
+_USERS: dict[str, int] = {}  # node name -> pipelines of this driver using its host now
+_RELEASE: list[threading.Timer] = []  # the pending end of idle hosts (at most one)
+
+
+def host_linger_s() -> float:
+    """Seconds the hosts stay after the last pipeline using them closed (a next stream or upload within it
+    finds the models loaded); FORESIGHT_HOST_LINGER_S, default 30."""
+    try:
+        return max(0.0, float(os.environ.get("FORESIGHT_HOST_LINGER_S", "30")))
+    except ValueError:
+        return 30.0
 
 
 def stage_hosts(nodes: list[graph.Node]) -> dict:
-    """The shared host of each node (node name -> handle), started by the first pipeline that needs it.
+    """The shared host of each node (node name -> handle), started by the first pipeline that needs it; each
+    call takes one use of them, which `release_hosts` gives back.
 
-    Hosts are named actors owned by the driver: every pipeline it starts finds the same ones, their models
-    stay loaded between streams, and they end with the driver. A host that is gone for good (restarts spent,
-    or a new Ray session) is replaced.
+    Hosts are named actors owned by the driver: every pipeline it starts finds the same ones and their models
+    stay loaded between streams. Once no pipeline uses them they end `host_linger_s()` later (a server idle
+    after Stop holds no stage processes). A host that is gone for good (restarts spent, or a new Ray session)
+    is replaced.
     """
     with _HELD_LOCK:
+        for timer in _RELEASE:
+            timer.cancel()
+        _RELEASE.clear()
         for node in nodes:
+            _USERS[node.name] = _USERS.get(node.name, 0) + 1
             name = HOST_PREFIX + node.name
             try:
                 ray.get_actor(name)
@@ -182,6 +199,50 @@ def stage_hosts(nodes: list[graph.Node]) -> dict:
                 pass
             _HELD[node.name] = StageHost.options(name=name, get_if_exists=True).remote(node)
         return {node.name: _HELD[node.name] for node in nodes}
+
+
+def release_hosts(names) -> None:
+    """Give back one use of the hosts of `names` (a pipeline closed); when none is used any more, end them all
+    after `host_linger_s()` unless a pipeline takes them again meanwhile."""
+    with _HELD_LOCK:
+        for name in names:
+            if _USERS.get(name, 0) > 0:
+                _USERS[name] -= 1
+        if any(_USERS.values()) or not _HELD:
+            return
+        for timer in _RELEASE:
+            timer.cancel()
+        timer = threading.Timer(host_linger_s(), _end_idle_hosts)
+        timer.daemon = True
+        _RELEASE[:] = [timer]
+        timer.start()
+
+
+def _end_idle_hosts(wait_s: float = 10.0) -> None:
+    """End the hosts (under the lock, and until their names are free: a pipeline starting meanwhile must not
+    be handed a host that is being killed)."""
+    with _HELD_LOCK:
+        if any(_USERS.values()):
+            return
+        _RELEASE.clear()
+        names = [HOST_PREFIX + name for name in _HELD]
+        for handle in _HELD.values():
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception:  # already gone, or Ray shut down
+                pass
+        _HELD.clear()
+        deadline = time.monotonic() + wait_s
+        while ray.is_initialized() and time.monotonic() < deadline and any(_named(n) for n in names):
+            time.sleep(0.1)
+
+
+def _named(name: str) -> bool:
+    try:
+        ray.get_actor(name)
+        return True
+    except Exception:  # ValueError: no such (live) actor
+        return False
 
 
 # A stream's own actor reserves no CPU: the shared stage hosts hold the reservation, so adding a stream is never

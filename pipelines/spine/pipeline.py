@@ -140,13 +140,19 @@ class Pipeline:
         return result
 
     def close(self, timeout: float = 30.0) -> None:
-        """End this stream's actor and free its state in the shared hosts."""
+        """End this stream's actor, free its state in the shared hosts and give them back (the hosts end a
+        short while after no pipeline uses them: `release_hosts`). Closing twice is harmless."""
+        from pipelines.spine.actors import release_hosts
+
         if getattr(self, "ingest", None) is not None:
             self._ray_kill(self.ingest)
         hosts = getattr(self, "actors", {})
         if hosts:
             self._ray.wait([h.close.remote(self.stream) for h in hosts.values()], num_returns=len(hosts),
                            timeout=timeout)
+        if hosts and not getattr(self, "_released", False):
+            self._released = True
+            release_hosts(list(hosts))
 
     @staticmethod
     def _ray_kill(handle) -> None:

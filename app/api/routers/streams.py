@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from app.api.context import Services, require_api_key, services
 from app.api.schemas import BODY_REFUSALS, Problem, StreamCreate, StreamInfo, WatchesUpdate
 from app.api.sse import comment, feed_item_frames, frame
-from app.services.streams import LiveStream, TooManyStreams
+from app.services.streams import LiveStream, TooManyStreams, shown_status
 from models.errors import BadInput
 from pipelines.media.policy import GENERIC_REFUSAL, SourceRefused
 
@@ -24,9 +24,9 @@ router = APIRouter(prefix="/v1/streams", tags=["streams"], dependencies=[Depends
 
 
 def _info(stream: LiveStream, health: dict | None = None) -> StreamInfo:
-    return StreamInfo(id=stream.id, source=stream.source, job_id=stream.job_id, status=stream.status,
-                      error=stream.error, created_at=stream.created_at, persistent=stream.persistent,
-                      health=(health or {}).get("stats", {}),
+    stats = (health or {}).get("stats", {})
+    return StreamInfo(id=stream.id, source=stream.source, job_id=stream.job_id, status=shown_status(stream, stats),
+                      error=stream.error, created_at=stream.created_at, persistent=stream.persistent, health=stats,
                       events_url=f"/v1/streams/{stream.id}/events", watches=stream.watches,
                       recorded=stream.recording is not None)
 
