@@ -17,6 +17,9 @@ from training.media.loopback import RtspServer
 
 def pytest_configure(config) -> None:
     loopback_guard.install()  # no test reaches past loopback, whatever a policy under test allows
+    # Stage hosts end 30 s after their last stream by default; tests that come minutes apart reuse them instead
+    # of loading the models again (test_camera_outage sets its own, short value to check the ending).
+    os.environ.setdefault("FORESIGHT_HOST_LINGER_S", "600")
 
 
 @pytest.fixture(scope="session")
