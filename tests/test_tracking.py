@@ -18,9 +18,9 @@ from models.zones import parse_layout
 W, H, FPS = 640, 360, 10
 
 
-def _scene(path, stops_s: float = 2.5) -> None:
-    """A person walks left to right (x 0.1 -> 0.8 of the picture), stands `stops_s` in the right part, walks
-    back out of it to the middle left."""
+def _scene(path, stops_s: float = 2.5, back: bool = True) -> None:
+    """A person walks left to right (x 0.1 -> 0.8 of the picture), stands `stops_s` in the right part, and
+    (`back`) walks back out of it to the middle left."""
     from skimage import data
 
     bg = np.asarray(Image.fromarray(data.rocket()).resize((W, H)))
@@ -29,7 +29,7 @@ def _scene(path, stops_s: float = 2.5) -> None:
     pw = person.size[0]
     centres = list(np.linspace(0.1, 0.8, int(3.5 * FPS)))  # walk right
     centres += [0.8] * int(stops_s * FPS)  # stand
-    centres += list(np.linspace(0.8, 0.3, int(2.0 * FPS)))  # walk back
+    centres += list(np.linspace(0.8, 0.3, int(2.0 * FPS))) if back else []  # walk back
     with av.open(str(path), "w") as out:
         stream = out.add_stream("libx264", rate=FPS)
         stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
@@ -46,14 +46,16 @@ def _options(*argv: str):
     return analysis_options(p.parse_args(["--no-asr", "--no-tags", "--no-safety", *argv]))
 
 
+LAYOUT = ("--line", "door=0.5,0,0.5,1", "--zone", "right=0.62,0 1,0 1,1 0.62,1", "--loiter-s", "1.5")
+
+
 @pytest.fixture(scope="module")
 def tracked(tmp_path_factory):
     from pipelines import analyze_inline
 
     path = tmp_path_factory.mktemp("scene") / "walk.mp4"
     _scene(path)
-    options = _options("--line", "door=0.5,0,0.5,1", "--zone", "right=0.62,0 1,0 1,1 0.62,1", "--loiter-s", "1.5")
-    return analyze_inline(str(path), options)
+    return analyze_inline(str(path), _options(*LAYOUT))
 
 
 def test_one_walker_is_one_track(tracked):
@@ -117,3 +119,29 @@ def test_tracking_raises_the_sampling_rate():
     opts = _options("--track")
     assert opts.stages.track and opts.sample_fps >= 4
     assert parse_layout(None, None) == ((), ())
+
+
+def test_two_streams_on_the_ray_hosts_keep_their_own_tracks(tmp_path, ray_runtime):
+    """Both streams at once on the shared stage hosts: each has its own one track, crossings and zone
+    events (one walks back out, the other stays), and closing them frees the tracker state on the host."""
+    import ray
+
+    from pipelines import Pipeline
+
+    there_and_back, stays = tmp_path / "back.mp4", tmp_path / "stays.mp4"
+    _scene(there_and_back)
+    _scene(stays, back=False)
+    options = _options(*LAYOUT)
+    pipes = [Pipeline(str(p), options) for p in (there_and_back, stays)]
+    try:
+        back, stay = (p.wait() for p in pipes)
+    finally:
+        host = pipes[0].actors["tracking"]
+        for p in pipes:
+            p.close()
+    assert [len(r["tracks"]) for r in (back, stay)] == [1, 1]
+    assert [c["direction"] for c in back["crossings"]] == ["right_to_left", "left_to_right"]
+    assert [c["direction"] for c in stay["crossings"]] == ["right_to_left"]
+    assert [z["kind"] for z in stay["zone_events"]] == ["zone_enter", "loiter"]
+    assert [z["kind"] for z in back["zone_events"]] == ["zone_enter", "loiter", "zone_exit"]
+    assert ray.get([host.close.remote(p.stream) for p in pipes]) == [False, False]  # already freed
