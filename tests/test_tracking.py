@@ -145,3 +145,35 @@ def test_two_streams_on_the_ray_hosts_keep_their_own_tracks(tmp_path, ray_runtim
     assert [z["kind"] for z in stay["zone_events"]] == ["zone_enter", "loiter"]
     assert [z["kind"] for z in back["zone_events"]] == ["zone_enter", "loiter", "zone_exit"]
     assert ray.get([host.close.remote(p.stream) for p in pipes]) == [False, False]  # already freed
+
+
+def test_stream_zones_are_checked_by_the_api(tmp_path):
+    """POST /v1/streams with a bad zone or line: 422 with a one-line reason, before any source is opened."""
+    from tests.helpers.api_server import ApiServer
+    from tests.helpers.cli import free_port
+
+    server = ApiServer(tmp_path / "f.db", free_port(), "--source-host", "localhost", api_key="k")
+    try:
+        server.wait_ready()
+        with server.client() as c:
+            for body, reason in (({"zones": ["door=0,0 1,1"]}, "at least 3 points"),
+                                 ({"lines": ["a=0,0,2,1"]}, "normalised to 0-1"),
+                                 ({"zones": ["a=0,0 1,0 1,1"], "lines": ["a=0,0,1,1"]}, "used twice")):
+                r = c.post("/v1/streams", json={"source": "rtsp://localhost:9/x", **body})
+                assert r.status_code == 422, r.text
+                assert reason in r.json()["detail"] and "\n" not in r.json()["detail"]
+    finally:
+        server.stop()
+
+
+def test_zones_and_lines_from_toml(tmp_path):
+    from app.cli import build_parser
+    from app.services.settings import parse_args
+
+    config = tmp_path / "f.toml"
+    config.write_text('zone = ["door=0,0 0.5,0 0.5,1"]\nline = ["gate=0.5,0,0.5,1"]\nloiter-s = 4.0\n')
+    parser = build_parser()
+    args = parse_args(parser, ["analyze", "x.mp4", "--config", str(config)], parser.config_targets)
+    opts = analysis_options(args)
+    assert [z.name for z in opts.stages.zones] == ["door"] and [x.name for x in opts.stages.lines] == ["gate"]
+    assert opts.stages.loiter_s == 4.0 and opts.stages.track

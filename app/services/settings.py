@@ -243,9 +243,19 @@ def _tracking_options(args, opts) -> None:
         return
     if getattr(args, "no_visual", False):
         raise BadInput("tracking, zones and lines need the picture: drop --no-visual")
+    enable_tracking(opts, zones, lines, track_fps, loiter or 30.0)
+
+
+def enable_tracking(opts, zones: tuple, lines: tuple, track_fps: float | None = None,
+                    loiter_s: float | None = None) -> None:
+    """Tracking on in `opts` with these zones and lines (CLI and `POST /v1/streams`): the detector runs on every
+    sampled frame, and at least `track_fps` (default 4) frames a second are sampled."""
+    from dataclasses import replace
+
     s = opts.stages
-    s.track, s.track_fps, s.zones, s.lines, s.loiter_s = True, track_fps or 4.0, zones, lines, loiter or 30.0
-    opts.sample_fps = max(opts.sample_fps, s.track_fps)
+    opts.stages = replace(s, track=True, track_fps=track_fps or s.track_fps or 4.0, zones=tuple(zones),
+                          lines=tuple(lines), loiter_s=loiter_s or s.loiter_s)
+    opts.sample_fps = max(opts.sample_fps, opts.stages.track_fps)
 
 
 def _check_language(language: str) -> None:
