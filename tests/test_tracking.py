@@ -171,7 +171,7 @@ def test_zones_and_lines_from_toml(tmp_path):
     from app.services.settings import parse_args
 
     config = tmp_path / "f.toml"
-    config.write_text('zone = ["door=0,0 0.5,0 0.5,1"]\nline = ["gate=0.5,0,0.5,1"]\nloiter-s = 4.0\n')
+    config.write_text('[analysis]\nzone = ["door=0,0 0.5,0 0.5,1"]\nline = ["gate=0.5,0,0.5,1"]\nloiter-s = 4.0\n')
     parser = build_parser()
     args = parse_args(parser, ["analyze", "x.mp4", "--config", str(config)], parser.config_targets)
     opts = analysis_options(args)
