@@ -177,3 +177,22 @@ def test_zones_and_lines_from_toml(tmp_path):
     opts = analysis_options(args)
     assert [z.name for z in opts.stages.zones] == ["door"] and [x.name for x in opts.stages.lines] == ["gate"]
     assert opts.stages.loiter_s == 4.0 and opts.stages.track
+
+
+def test_crossings_and_zone_events_reach_the_store_and_the_feed(tracked, tmp_path):
+    """The sink writes a second's crossings and zone events into the job's rows (real SQLite) and its feed."""
+    from pipelines.sinks.sink import Sink
+    from pipelines.sinks.store import Store
+    from pipelines.stages.record import Second
+
+    db = tmp_path / "f.db"
+    job = Store(db).create_job("stream", "walk.mp4")
+    sink = Sink("walk.mp4", job_id=job, db_path=str(db), feed_size=8)
+    record = Second(index=3, start=3.0, end=4.0, crossings=tracked["crossings"][:1],
+                    zone_events=tracked["zone_events"][:1])
+    sink.write(record)
+    rows = Store(db).rows("alerts", job)
+    assert [(r["rule"], r["severity"]) for r in rows] == [("line_crossing", "info"), ("zone_enter", "info")]
+    assert "crossed door right to left" in rows[0]["reason"]
+    (_, item), = sink.feed_since(0)
+    assert item["crossings"] == tracked["crossings"][:1] and item["zone_events"] == tracked["zone_events"][:1]

@@ -158,7 +158,8 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-url", help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
     p.add_argument("--camera", default="camera", help="camera or location name used in the safety log")
     p.add_argument("--webhook", metavar="URL", help="POST alerts (JSON) to this URL as they happen")
-    p.add_argument("--webhook-events", action="store_true", help="also POST closed events and standing-query moments")
+    p.add_argument("--webhook-events", action="store_true", help="also POST closed events and standing-query moments "
+                   "(line crossings and zone events are POSTed whenever tracking is on)")
     p.add_argument("--config", metavar="FILE", help="TOML file of defaults for these flags (keys: long flag names, "
                    "e.g. fps = 1.0, no-asr = true); flags given here win; also $FORESIGHT_CONFIG")
 
@@ -203,8 +204,10 @@ def analysis_options(args) -> AnalyzeOptions:
         opts.budget = LatencyBudget(latency_s=budget)
     if getattr(args, "webhook", None):
         try:
-            opts.webhook = WebhookConfig(url=args.webhook, kinds=("alerts", "events", "moments") if args.webhook_events
-                                         else ("alerts",))
+            kinds = ("alerts", "events", "moments") if args.webhook_events else ("alerts",)
+            if opts.stages.track:  # crossings and zone events are sent as they happen, like alerts
+                kinds += ("crossings", "zone_events")
+            opts.webhook = WebhookConfig(url=args.webhook, kinds=kinds)
         except ValueError as exc:
             raise BadInput(str(exc)) from None
     opts.grounding = GroundingConfig(queries=list(getattr(args, "query", None) or []),
