@@ -135,6 +135,7 @@ def test_two_streams_on_the_ray_hosts_keep_their_own_tracks(tmp_path, ray_runtim
     pipes = [Pipeline(str(p), options) for p in (there_and_back, stays)]
     try:
         back, stay = (p.wait() for p in pipes)
+        counts = pipes[1].progress(timeout=30)["stats"]["tracking"]  # what /metrics reads for this stream
     finally:
         host = pipes[0].actors["tracking"]
         for p in pipes:
@@ -145,6 +146,9 @@ def test_two_streams_on_the_ray_hosts_keep_their_own_tracks(tmp_path, ray_runtim
     assert [z["kind"] for z in stay["zone_events"]] == ["zone_enter", "loiter"]
     assert [z["kind"] for z in back["zone_events"]] == ["zone_enter", "loiter", "zone_exit"]
     assert ray.get([host.close.remote(p.stream) for p in pipes]) == [False, False]  # already freed
+    assert sorted(map(tuple, counts)) == [("crossing", "door", "person", "right_to_left", 1),
+                                          ("zone", "right", "person", "loiter", 1),
+                                          ("zone", "right", "person", "zone_enter", 1)]
 
 
 def test_stream_zones_are_checked_by_the_api(tmp_path):
@@ -194,5 +198,7 @@ def test_crossings_and_zone_events_reach_the_store_and_the_feed(tracked, tmp_pat
     rows = Store(db).rows("alerts", job)
     assert [(r["rule"], r["severity"]) for r in rows] == [("line_crossing", "info"), ("zone_enter", "info")]
     assert "crossed door right to left" in rows[0]["reason"]
+    assert sink.tracking_counts == {("crossing", "door", "person", "right_to_left"): 1,
+                                    ("zone", "right", "person", "zone_enter"): 1}  # what /metrics counts
     (_, item), = sink.feed_since(0)
     assert item["crossings"] == tracked["crossings"][:1] and item["zone_events"] == tracked["zone_events"][:1]

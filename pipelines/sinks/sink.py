@@ -30,6 +30,9 @@ class Sink:
         self.feed: deque | None = deque(maxlen=feed_size) if feed_size > 0 else None
         self.seq = 0
         self.write_s = 0.0  # seconds spent taking records (result rows, store, webhook queue, feed)
+        # (kind, line or zone, label, direction or zone event) -> count, for Prometheus: the names are the
+        # configured ones and the labels the detector's, so the label sets stay bounded
+        self.tracking_counts: dict[tuple[str, str, str, str], int] = {}
 
     def write(self, record: Second) -> int:
         """Take one record; returns its second's index (-1 for the final record)."""
@@ -41,6 +44,9 @@ class Sink:
 
     def _write(self, record: Second) -> int:
         self.builder.add(record)
+        for key in ([("crossing", c["line"], c["label"], c["direction"]) for c in record.crossings]
+                    + [("zone", z["zone"], z["label"], z["kind"]) for z in record.zone_events]):
+            self.tracking_counts[key] = self.tracking_counts.get(key, 0) + 1
         if self.webhook is not None:
             self.webhook.offer(record)
         if self.store is not None:
