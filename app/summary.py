@@ -56,4 +56,31 @@ def render_summary(result: dict, max_events: int = 25) -> str:
         lines.append(f"\nAlerts ({len(result['alerts'])}):")
         for a in result["alerts"]:
             lines.append(f"  {_ts(a['time'])}  {a['severity'].upper():<8} {a['rule']}: {a['reason']}")
+    lines.extend(tracking_lines(result))
     return "\n".join(lines)
+
+
+def unique_objects(result: dict) -> dict[str, int]:
+    """Objects per class counted once each (unique track ids), not boxes per frame."""
+    counts: dict[str, int] = {}
+    for track in result.get("tracks") or []:
+        counts[track["label"]] = counts.get(track["label"], 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def tracking_lines(result: dict) -> list[str]:
+    """The tracking part of the summary: unique objects, crossings per line and direction, zone events."""
+    if result.get("tracks") is None:
+        return []
+    counts = unique_objects(result)
+    lines = [f"\nObjects tracked ({sum(counts.values())}): "
+             + (", ".join(f"{n} {label}" for label, n in counts.items()) or "none")]
+    per_line: dict[tuple[str, str], int] = {}
+    for c in result.get("crossings", []):
+        per_line[(c["line"], c["direction"])] = per_line.get((c["line"], c["direction"]), 0) + 1
+    for (name, direction), n in sorted(per_line.items()):
+        lines.append(f"  line {name}: {n} crossed {direction.replace('_', ' ')}")
+    for z in result.get("zone_events", [])[:25]:
+        dwell = f" after {z['dwell_s']:.1f} s" if "dwell_s" in z else ""
+        lines.append(f"  {_ts(z['time'])}  {z['kind']:<10} {z['zone']}: {z['label']} #{z['track_id']}{dwell}")
+    return lines

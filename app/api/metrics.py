@@ -56,6 +56,10 @@ class ForesightCollector:
         latency = GaugeMetricFamily("foresight_stream_latency_seconds",
                                     "Segment end-to-end latency (ingest to sink) over the last 300 s",
                                     labels=[*labels, "quantile"])
+        crossings = CounterMetricFamily("foresight_line_crossings", "Tracked objects crossing a configured line",
+                                        labels=[*labels, "line", "label", "direction"])
+        zone_events = CounterMetricFamily("foresight_zone_events", "Tracked objects entering, leaving or "
+                                          "loitering in a configured zone", labels=[*labels, "zone", "label", "kind"])
         now = time.monotonic()
         live = set()
         for stream in self.streams.list():
@@ -79,13 +83,16 @@ class ForesightCollector:
                 degraded.add_metric(key, LEVELS.index(state["level"]))
                 for level in LEVELS:
                     degraded_s.add_metric([*key, level], int(state["seconds"].get(level, 0)))
+            for kind, name, label, what, n in stats.get("tracking", []):
+                (crossings if kind == "crossing" else zone_events).add_metric([*key, name, label, what], n)
             if h["latencies"]:
                 lat = np.asarray(h["latencies"], dtype=float)
                 for q in (0.5, 0.95):
                     latency.add_metric([*key, str(q)], float(np.quantile(lat, q)))
         for sid in set(self._last) - live:
             del self._last[sid]
-        yield from (fps, up, dropped, seg_dropped, reconnects, decoded, segments, degraded, degraded_s, latency)
+        yield from (fps, up, dropped, seg_dropped, reconnects, decoded, segments, degraded, degraded_s, latency,
+                   crossings, zone_events)
 
 
 class Metrics:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 
 def _text(value: str) -> str:
@@ -109,6 +109,9 @@ class AnalysisResult(BaseModel):
     timings: dict
 
 
+LayoutSpec = Annotated[Text, Field(min_length=1, max_length=2000)]
+
+
 class StreamCreate(BaseModel):
     source: Text = Field(min_length=1, max_length=2048,
                          description="rtsp://, rtsps://, http(s):// (HLS too); /dev/videoN only when the server allows "
@@ -118,6 +121,23 @@ class StreamCreate(BaseModel):
                                                 "credentials included, is kept in the server's database)")
     watches: list[Watch] = Field(
         default_factory=list, max_length=20, description="standing queries, checked every 5 s over the last 30 s")
+    zones: list[LayoutSpec] = Field(
+        default_factory=list, max_length=32, description="polygon zones as on the CLI, 'NAME=x,y x,y x,y ...' "
+                                                        "(0-1 on the picture): tracking with zone_enter/exit/loiter")
+    lines: list[LayoutSpec] = Field(
+        default_factory=list, max_length=32, description="counting lines as on the CLI, 'NAME=x1,y1,x2,y2' (0-1)")
+
+    @model_validator(mode="after")
+    def _layout(self) -> StreamCreate:
+        """Zones and lines checked by the CLI's parser: a bad one is a 422 naming it."""
+        from models.errors import BadInput
+        from models.zones import parse_layout
+
+        try:
+            parse_layout(self.zones, self.lines)
+        except BadInput as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
 
 class WatchesUpdate(BaseModel):

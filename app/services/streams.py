@@ -156,7 +156,8 @@ class StreamManager:
 
     def add(self, source: str, rtsp_transport: str | None = None, options: AnalyzeOptions | None = None,
             persistent: bool = False, stream_id: str | None = None, restarts: int = 0,
-            watches: list[str] | None = None) -> LiveStream:
+            watches: list[str] | None = None, zones: list[str] | None = None,
+            lines: list[str] | None = None) -> LiveStream:
         """Accept a live URL or device and connect in the background (the stream starts as "starting").
         A `persistent` stream is reconnected after a server restart (`resume`) until it is removed or ends.
 
@@ -169,6 +170,11 @@ class StreamManager:
         standing = options.grounding.standing if watches is None else watches
         options.grounding = replace(options.grounding, standing=check_watches(standing))
         make_watchable(options)
+        if zones or lines:  # tracking with these zones and lines (checked as the CLI's flags are)
+            from app.services.settings import enable_tracking
+            from models.zones import parse_layout
+
+            enable_tracking(options, *parse_layout(zones, lines))
         if rtsp_transport is not None:
             options.rtsp_transport = rtsp_transport
         if self.policy is not None:

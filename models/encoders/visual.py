@@ -59,6 +59,7 @@ class VisualConfig:
     cut_distance: float = 0.2  # Bhattacharyya distance of colour histograms that counts as a cut
     frozen_after_s: float = 2.0  # identical frames for this long: frozen
     prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp), applied to every frame first
+    detect_every_frame: bool = False  # tracking: the detector on every sampled frame, not only the middle one
 
 
 def _close_at_exit(obj) -> None:
@@ -316,7 +317,16 @@ class VisualAnalyzer:
         key = frames[len(frames) // 2]  # YOLO and faces on the middle frame only
         pose_call = self._pose_thread.submit(self._timed_pose, frames, times) if self._pose_thread else None
         t0 = time.perf_counter()
-        detections = self.detector.detect(key)
+        if self.config.detect_every_frame:
+            per_frame = self.detector.detect_many(frames)
+            detections = per_frame[len(frames) // 2]
+        else:
+            per_frame, detections = None, self.detector.detect(key)
+        # Each frame the detector ran on, with its boxes (pixels): what the tracker follows.
+        size = [int(key.shape[1]), int(key.shape[0])]
+        frame_detections = ([{"t": t, "size": size, "detections": d} for t, d in zip(times, per_frame, strict=True)]
+                            if per_frame is not None else [{"t": times[len(frames) // 2], "size": size,
+                                                            "detections": detections}])
         objects: dict[str, int] = {}
         for d in detections:
             objects[d["label"]] = objects.get(d["label"], 0) + 1
@@ -339,7 +349,8 @@ class VisualAnalyzer:
                 "faces": len(faces), "face_boxes": [f["box"] for f in faces], "motion": stats["motion"],
                 "scene_cut": stats["scene_cut"], "camera_trouble": stats["camera_trouble"],
                 "brightness": stats["brightness"], "sharpness": stats["sharpness"],
-                "frame_size": [int(key.shape[1]), int(key.shape[0])], "_stats": stats, "_pose_all": every_pose}
+                "frame_size": [int(key.shape[1]), int(key.shape[0])], "_stats": stats, "_pose_all": every_pose,
+                "_frames": frame_detections}
 
     def _timed_pose(self, frames: list[np.ndarray], times: list[float]) -> tuple[list[dict], float]:
         t0 = time.perf_counter()

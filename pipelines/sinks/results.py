@@ -21,6 +21,9 @@ class ResultBuilder:
         self.last_end = 0.0
         self.latencies: list[float] = []
         self.seconds_log: list[dict] = []
+        self.crossings: list[dict] = []
+        self.zone_events: list[dict] = []
+        self.tracks: list[dict] | None = None  # set by the final record when tracking ran
 
     def add(self, record: Second) -> None:
         self.events.extend(record.events_closed)
@@ -28,6 +31,10 @@ class ResultBuilder:
         self.alerts.extend(record.alerts)
         self.moments.extend(record.moments)
         self.answers.extend(record.answers)
+        self.crossings.extend(record.crossings)
+        self.zone_events.extend(record.zone_events)
+        if record.tracks is not None:
+            self.tracks = record.tracks
         if record.index is not None:
             self.seconds_log.append(second_record(record))
             self.seconds += 1
@@ -58,6 +65,10 @@ class ResultBuilder:
         }
         if self.answers:  # only when queries were asked: `foresight analyze` without --query is unchanged
             result["answers"] = self.answers
+        if self.tracks is not None:  # only with tracking: results without it are unchanged
+            result["tracks"] = self.tracks
+            result["crossings"] = sorted(self.crossings, key=lambda c: c["time"])
+            result["zone_events"] = sorted(self.zone_events, key=lambda z: z["time"])
         if ingest is not None:
             result["ingest"] = ingest
         if extra:
@@ -77,6 +88,11 @@ def second_record(second: Second) -> dict:
                        "faces": vis.get("faces", 0), "motion": vis.get("motion"),
                        "postures": [p.get("posture") for p in vis.get("pose", [])],
                        "camera_trouble": vis.get("camera_trouble")})
+    if second.tracked:  # the ids of the tracks seen, per label, beside the per-frame counts in `objects`
+        ids: dict[str, list[int]] = {}
+        for t in second.tracked:
+            ids.setdefault(t["label"], []).append(t["id"])
+        record["track_ids"] = ids
     return record
 
 

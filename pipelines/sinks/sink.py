@@ -30,6 +30,9 @@ class Sink:
         self.feed: deque | None = deque(maxlen=feed_size) if feed_size > 0 else None
         self.seq = 0
         self.write_s = 0.0  # seconds spent taking records (result rows, store, webhook queue, feed)
+        # (kind, line or zone, label, direction or zone event) -> count, for Prometheus: the names are the
+        # configured ones and the labels the detector's, so the label sets stay bounded
+        self.tracking_counts: dict[tuple[str, str, str, str], int] = {}
 
     def write(self, record: Second) -> int:
         """Take one record; returns its second's index (-1 for the final record)."""
@@ -41,16 +44,21 @@ class Sink:
 
     def _write(self, record: Second) -> int:
         self.builder.add(record)
+        for key in ([("crossing", c["line"], c["label"], c["direction"]) for c in record.crossings]
+                    + [("zone", z["zone"], z["label"], z["kind"]) for z in record.zone_events]):
+            self.tracking_counts[key] = self.tracking_counts.get(key, 0) + 1
         if self.webhook is not None:
             self.webhook.offer(record)
         if self.store is not None:
             self.store.append_rows(self.job_id, self.builder.source, record.events_closed, record.transcript,
-                                   record.alerts)
+                                   record.alerts + tracking_rows(record))
         self.seq += 1
         if self.feed is not None:
             self.feed.append((self.seq, {"time": record.end, "events": record.events_closed,
                                          "moments": record.moments, "transcript": record.transcript,
-                                         "tags": record.tags, "alerts": record.alerts, "visual": record.visual}))
+                                         "tags": record.tags, "alerts": record.alerts, "visual": record.visual,
+                                         "tracks": record.tracked, "crossings": record.crossings,
+                                         "zone_events": record.zone_events}))
         return record.index if record.index is not None else -1
 
     def feed_since(self, seq: int) -> list:
@@ -69,3 +77,15 @@ class Sink:
             result["timings"].update(timings)
             result["timings"].setdefault("stages", {})["sink_s"] = round(self.write_s, 4)
         return result
+
+
+def tracking_rows(record: Second) -> list[dict]:
+    """A second's line crossings and zone events as the store's alert rows (severity "info", the rule names
+    the kind, the evidence holds the event): they are kept with the job, and a zone removed later keeps them."""
+    rows = [{"time": c["time"], "severity": "info", "rule": "line_crossing", "evidence": [c],
+             "reason": f"{c['label']} #{c['track_id']} crossed {c['line']} {c['direction'].replace('_', ' ')}"}
+            for c in record.crossings]
+    rows += [{"time": z["time"], "severity": "info", "rule": z["kind"], "evidence": [z],
+              "reason": f"{z['label']} #{z['track_id']} {z['kind'].replace('_', ' ')} {z['zone']}"}
+             for z in record.zone_events]
+    return rows

@@ -21,7 +21,7 @@ from pipelines.stages.record import Second
 @dataclass
 class WebhookConfig:
     url: str | None = None
-    kinds: tuple[str, ...] = ("alerts",)  # any of "alerts", "events", "moments"
+    kinds: tuple[str, ...] = ("alerts",)  # any of "alerts", "events", "moments", "crossings", "zone_events"
     timeout_s: float = 5.0
     retries: int = 2
     queue_size: int = 256
@@ -31,7 +31,7 @@ class WebhookConfig:
     def __post_init__(self) -> None:
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError(f"webhook URL must be http(s)://, got {redact(self.url)!r}")
-        unknown = set(self.kinds) - {"alerts", "events", "moments"}
+        unknown = set(self.kinds) - {"alerts", "events", "moments", "crossings", "zone_events"}
         if unknown:
             raise ValueError(f"unknown webhook kinds {sorted(unknown)}")
 
@@ -51,7 +51,8 @@ class WebhookSender:
 
     def offer(self, record: Second) -> None:
         """Queue what this second produced, if it holds anything the user subscribed to."""
-        fields = {"alerts": "alerts", "events": "events_closed", "moments": "moments"}
+        fields = {"alerts": "alerts", "events": "events_closed", "moments": "moments", "crossings": "crossings",
+                  "zone_events": "zone_events"}
         payload = {kind: getattr(record, fields[kind]) for kind in self.config.kinds
                    if getattr(record, fields[kind])}
         if not payload:

@@ -303,8 +303,12 @@ class IngestActor:
 
     def progress(self) -> dict:
         info = self.reader.info
-        return {"position": self.position, "duration": info.duration_s if info else None,
-                "stats": self.reader.stats.to_dict()}
+        with self.sink_lock:
+            counts = [[*key, n] for key, n in self.sink.tracking_counts.items()]
+        stats = self.reader.stats.to_dict()
+        if counts:  # line crossings and zone events so far (/metrics)
+            stats["tracking"] = counts
+        return {"position": self.position, "duration": info.duration_s if info else None, "stats": stats}
 
     def stop(self) -> None:
         self.reader.stop()

@@ -2,7 +2,8 @@
 
 Every second, speech, audio and visual read the segment (audio also takes speech's output: its VAD window
 probabilities, so Silero runs once); transcribe runs Whisper on the speech pieces speech cut; the parser fills
-the second's record from what was heard (spans and transcript), the sounds and the picture; grounding (only
+the second's record from what was heard (spans and transcript), the sounds and the picture; tracking (only
+with --track, zones or lines) follows the detector's boxes and adds tracks, crossings and zone events; grounding (only
 with queries or an index) and safety add to the record; the sink takes it. At the end of the stream each node
 with a `finish` closes what it holds, in the same order, which yields the final record. A runner only decides how a call is made (an actor method call with ObjectRefs, or a plain call).
 """
@@ -27,7 +28,8 @@ class Node:
     inputs: tuple[str, ...]  # process() arguments: "segment", "record" or an earlier node's output
     output: str  # the name process() and finish() results go by
     finish: tuple[str, ...] | None = None  # finish() arguments; None: the stage holds nothing to close
-    optional: bool = False  # present only when its config is `enabled`
+    optional: bool = False  # present only when its config's `when` attribute is true
+    when: str = "enabled"
 
 
 GRAPH: tuple[Node, ...] = (
@@ -40,6 +42,9 @@ GRAPH: tuple[Node, ...] = (
     Node("visual", "pipelines.stages.visual:VisualStage", "stages", ("segment",), "visual"),
     Node("parser", "pipelines.stages.parser:ParserStage", "stages", ("record", "heard", "audio", "visual"),
          "record", finish=("heard",)),
+    # tracks over the detector's boxes, zones and lines: only with tracking on (--track, --zone, --line)
+    Node("tracking", "pipelines.stages.tracking:TrackStage", "stages", ("record", "visual"), "record",
+         finish=("record",), optional=True, when="track"),
     Node("grounding", "pipelines.stages.grounding:GroundingStage", "grounding", ("record", "audio", "visual"),
          "record", finish=("record",), optional=True),
     Node("safety", "pipelines.stages.safety:SafetyStage", "stages", ("record",), "record", finish=("record",)),
@@ -50,7 +55,7 @@ Call = Callable[[Node, str, list], Any]  # (node, "process" or "finish", argumen
 
 def nodes(options: AnalyzeOptions) -> list[Node]:
     """The graph's nodes that run under `options`."""
-    return [n for n in GRAPH if not n.optional or getattr(options, n.config).enabled]
+    return [n for n in GRAPH if not n.optional or getattr(getattr(options, n.config), n.when)]
 
 
 def reads_frames(options: AnalyzeOptions) -> bool:

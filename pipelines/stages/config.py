@@ -60,6 +60,12 @@ class StageConfig:
     safety_escalation: str | None = None  # None: one threshold; "robust" or a policy file: watch/warn/alarm
     judge_url: str | None = None
     camera: str = "camera"
+    # Tracking (pipelines/stages/tracking.py): on with --track, or when zones or lines are given.
+    track: bool = False
+    track_fps: float | None = None  # detections a second the tracker gets; None: 4
+    zones: tuple = ()  # models.zones.ZoneSpec
+    lines: tuple = ()  # models.zones.LineSpec
+    loiter_s: float = 30.0
 
     def __post_init__(self) -> None:
         self.yamnet = _yamnet_choice(self.yamnet)

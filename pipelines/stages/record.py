@@ -26,6 +26,10 @@ class Second:
     moments: list[dict] = field(default_factory=list)
     answers: list[dict] = field(default_factory=list)  # one-off queries' verdicts (found or "not found", best score)
     alerts: list[dict] = field(default_factory=list)
+    tracked: list[dict] = field(default_factory=list)  # tracking: the tracks seen this second (id, label, box)
+    crossings: list[dict] = field(default_factory=list)  # tracking: line crossings this second
+    zone_events: list[dict] = field(default_factory=list)  # tracking: zone_enter / zone_exit / loiter
+    tracks: list[dict] | None = None  # tracking, final record: every track with its path (None: not tracking)
 
     @classmethod
     def of(cls, segment) -> Second:

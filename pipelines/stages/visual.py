@@ -16,7 +16,8 @@ class VisualStage:
         from models.encoders.visual import VisualAnalyzer, VisualConfig
 
         self.config = config
-        visual = VisualConfig(yolo_size=config.yolo_size, prompt=config.visual_prompt)
+        visual = VisualConfig(yolo_size=config.yolo_size, prompt=config.visual_prompt,
+                              detect_every_frame=config.track)
         self.analyzer = VisualAnalyzer(visual) if config.visual else None
 
     def reset(self) -> None:
@@ -55,4 +56,4 @@ class VisualStage:
             return {"index": seg.index, "visual": None, "vector": None, "available": False}
         result = self.analyzer.analyze(seg.frames, seg.frame_times)
         return {"index": seg.index, "visual": self.analyzer.readable(result), "vector": self.analyzer.vector(result),
-                "available": True}
+                "available": True, "frames": result["_frames"]}

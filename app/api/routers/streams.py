@@ -44,7 +44,7 @@ def _get(svc: Services, stream_id: str) -> LiveStream:
 def add_stream(body: StreamCreate, svc: Services = Depends(services)) -> StreamInfo:
     try:
         stream = svc.streams.add(body.source, body.rtsp_transport, persistent=body.persistent,
-                                 watches=body.watches or None)
+                                 watches=body.watches or None, zones=body.zones, lines=body.lines)
     except SourceRefused as exc:
         log.info("stream source refused: %s", exc.reason)
         raise HTTPException(400, GENERIC_REFUSAL) from None

@@ -1,0 +1,147 @@
+"""Tracks over the detector's boxes (Roboflow `trackers`' ByteTrack), and what they do in zones and at lines.
+
+Runs after the parser on the visual stage's per-frame detections (`visual["frames"]`: every sampled frame when
+tracking is on, `--track-fps` of them a second). One stage object per stream (the Ray hosts and the inline
+runner keep it with the stream's state), so a stream's tracks, zone occupancy and line sides are its own and
+are freed with it. Each second's record gets the tracks seen in it, the crossings and the zone events; the
+final record carries every track: id, label, start, end, its box path (at most 4 points a second) and the time
+of its best-scored detection (the thumbnail's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipelines.stages.config import StageConfig
+from pipelines.stages.record import Second
+
+PATH_STEP_S = 0.25  # a track's path keeps at most one box per quarter second of the stream clock
+
+
+def side_of(line, x: float, y: float) -> str:
+    """Which side of `line` (start -> end, y down) a point lies: 'left' or 'right' looking along the line."""
+    (x1, y1), (x2, y2) = line.start, line.end
+    return "right" if (x2 - x1) * (y - y1) - (y2 - y1) * (x - x1) > 0 else "left"
+
+
+class TrackStage:
+    def __init__(self, config: StageConfig):
+        self.config = config
+        self.reset()
+
+    def reset(self) -> None:
+        self.tracks: dict[int, dict] = {}
+        self._anchor: dict[int, tuple[float, float]] = {}  # a track's last bottom-centre point (normalised)
+        self._inside: dict[tuple[int, str], float] = {}  # (track, zone) -> time it entered
+        self._loitered: set[tuple[int, str]] = set()
+        self.tracker = None
+        if self.config.track:
+            from trackers import ByteTrackTracker
+
+            fps = max(self.config.track_fps or 4.0, 1.0)
+            self.tracker = ByteTrackTracker(
+                frame_rate=fps, lost_track_buffer=int(round(2 * fps)), minimum_consecutive_frames=1,
+                track_activation_threshold=self.config.visual_min_score,
+                high_conf_det_threshold=self.config.visual_min_score)
+        self._zones = [(z, _polygon(z.points)) for z in self.config.zones]
+        self._lines = [(x, _segment(x)) for x in self.config.lines]
+
+    def reconfigure(self, config: StageConfig) -> None:
+        """New zones or lines on a running stream: tracks go on; occupancy of removed zones is forgotten."""
+        self.config = config
+        self._zones = [(z, _polygon(z.points)) for z in config.zones]
+        self._lines = [(x, _segment(x)) for x in config.lines]
+        names = {z.name for z in config.zones}
+        self._inside = {k: t for k, t in self._inside.items() if k[1] in names}
+
+    def close(self) -> None:
+        self.tracks.clear()
+        self._inside.clear()
+        self.tracker = None
+
+    def process(self, record: Second, visual: dict | None) -> Second:
+        if self.tracker is None or not (visual or {}).get("frames"):
+            return record
+        seen: dict[int, dict] = {}
+        for frame in visual["frames"]:
+            for tid, label, score, box in self._update(frame):
+                seen[tid] = {"id": tid, "label": label, "box": box}
+                self._follow(record, frame["t"], tid, label, score, box)
+        record.tracked = sorted(seen.values(), key=lambda s: s["id"])
+        return record
+
+    def _update(self, frame: dict) -> list[tuple[int, str, float, list[float]]]:
+        import supervision as sv
+
+        w, h = frame["size"]
+        dets = [d for d in frame["detections"] if d["score"] >= self.config.visual_min_score]
+        xyxy = np.array([d["box"] for d in dets], np.float32).reshape(-1, 4)
+        detections = sv.Detections(xyxy=xyxy, confidence=np.array([d["score"] for d in dets], np.float32),
+                                   class_id=np.zeros(len(dets), int),
+                                   data={"label": np.array([d["label"] for d in dets], dtype=object)})
+        out = self.tracker.update(detections)
+        found = []
+        for i in range(len(out)):
+            tid = int(out.tracker_id[i]) if out.tracker_id is not None else -1
+            if tid < 0:
+                continue
+            x0, y0, x1, y1 = (float(v) for v in out.xyxy[i])
+            box = [round(x0 / w, 4), round(y0 / h, 4), round(x1 / w, 4), round(y1 / h, 4)]
+            score = float(out.confidence[i]) if out.confidence is not None else 0.0
+            found.append((tid, str(out.data["label"][i]), score, box))
+        return found
+
+    def _follow(self, record: Second, t: float, tid: int, label: str, score: float, box: list[float]) -> None:
+        track = self.tracks.get(tid)
+        if track is None:
+            track = self.tracks[tid] = {"id": tid, "label": label, "start": round(t, 3), "end": round(t, 3),
+                                        "path": [], "best_time": round(t, 3), "_best": -1.0}
+        track["end"] = round(t, 3)
+        if not track["path"] or int(t / PATH_STEP_S) > int(track["path"][-1][0] / PATH_STEP_S):  # one per slot
+            track["path"].append([round(t, 3), *box])
+        if score > track["_best"]:
+            track["_best"], track["best_time"] = score, round(t, 3)
+        from shapely.geometry import LineString, Point
+
+        point = ((box[0] + box[2]) / 2, box[3])  # bottom centre: where the object stands
+        before = self._anchor.get(tid)
+        self._anchor[tid] = point
+        base = {"label": label, "track_id": tid, "time": round(t, 3)}
+        if before is not None and before != point:
+            step = LineString([before, point])
+            for line, geom in self._lines:
+                if step.intersects(geom):
+                    a, b = side_of(line, *before), side_of(line, *point)
+                    if a != b:
+                        record.crossings.append({"line": line.name, **base, "direction": f"{a}_to_{b}"})
+        for zone, polygon in self._zones:
+            key, inside = (tid, zone.name), polygon.covers(Point(point))  # the edge counts as in
+            if inside and key not in self._inside:
+                self._inside[key] = t
+                record.zone_events.append({"kind": "zone_enter", "zone": zone.name, **base})
+            elif not inside and key in self._inside:
+                since = self._inside.pop(key)
+                self._loitered.discard(key)
+                record.zone_events.append({"kind": "zone_exit", "zone": zone.name, **base,
+                                           "dwell_s": round(t - since, 3)})
+            elif inside and key not in self._loitered and t - self._inside[key] >= self.config.loiter_s:
+                self._loitered.add(key)
+                record.zone_events.append({"kind": "loiter", "zone": zone.name, **base,
+                                           "dwell_s": round(t - self._inside[key], 3)})
+
+    def finish(self, record: Second) -> Second:
+        record.tracks = [{k: v for k, v in tr.items() if not k.startswith("_")}
+                         for tr in sorted(self.tracks.values(), key=lambda tr: tr["start"])]
+        return record
+
+
+def _polygon(points):
+    from shapely.geometry import Polygon
+
+    return Polygon(points)
+
+
+def _segment(line):
+    from shapely.geometry import LineString
+
+    return LineString([line.start, line.end])

@@ -1,0 +1,204 @@
+"""Tracking, zones and lines on a real decoded clip: skimage's cameraman photo cut out and moved over the rocket
+photo, encoded to H.264 and analysed by the inline runner (the real detector, tracker and geometry)."""
+
+from __future__ import annotations
+
+import argparse
+
+import av
+import numpy as np
+import pytest
+from PIL import Image
+
+from app.services.settings import add_analysis_flags, analysis_options
+from app.summary import render_summary, unique_objects
+from models.errors import BadInput
+from models.zones import parse_layout
+
+W, H, FPS = 640, 360, 10
+
+
+def _scene(path, stops_s: float = 2.5, back: bool = True) -> None:
+    """A person walks left to right (x 0.1 -> 0.8 of the picture), stands `stops_s` in the right part, and
+    (`back`) walks back out of it to the middle left."""
+    from skimage import data
+
+    bg = np.asarray(Image.fromarray(data.rocket()).resize((W, H)))
+    person = Image.fromarray(np.stack([data.camera()] * 3, -1)[0:512, 100:400])
+    person = person.resize((int(person.size[0] * 220 / person.size[1]), 220))
+    pw = person.size[0]
+    centres = list(np.linspace(0.1, 0.8, int(3.5 * FPS)))  # walk right
+    centres += [0.8] * int(stops_s * FPS)  # stand
+    centres += list(np.linspace(0.8, 0.3, int(2.0 * FPS))) if back else []  # walk back
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=FPS)
+        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
+        for c in centres:
+            frame = Image.fromarray(bg.copy())
+            frame.paste(person, (int(c * W - pw / 2), H - 220))
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(np.asarray(frame), format="rgb24")))
+        out.mux(stream.encode())
+
+
+def _options(*argv: str):
+    p = argparse.ArgumentParser()
+    add_analysis_flags(p)
+    return analysis_options(p.parse_args(["--no-asr", "--no-tags", "--no-safety", *argv]))
+
+
+LAYOUT = ("--line", "door=0.5,0,0.5,1", "--zone", "right=0.62,0 1,0 1,1 0.62,1", "--loiter-s", "1.5")
+
+
+@pytest.fixture(scope="module")
+def tracked(tmp_path_factory):
+    from pipelines import analyze_inline
+
+    path = tmp_path_factory.mktemp("scene") / "walk.mp4"
+    _scene(path)
+    return analyze_inline(str(path), _options(*LAYOUT))
+
+
+def test_one_walker_is_one_track(tracked):
+    people = [t for t in tracked["tracks"] if t["label"] == "person"]
+    assert len(people) == 1, tracked["tracks"]
+    track = people[0]
+    assert track["start"] < 1.0 and track["end"] > 6.0
+    times = [p[0] for p in track["path"]]
+    assert all(int(b / 0.25) > int(a / 0.25) for a, b in zip(times, times[1:], strict=False))  # <= 4 a second
+    assert len(times) >= 3 * 6  # and the tracker got about 4 a second
+    assert track["start"] <= track["best_time"] <= track["end"]
+    assert unique_objects(tracked) == {"person": 1}
+    assert "Objects tracked (1): 1 person" in render_summary(tracked)
+    seen = [s for s in tracked["seconds"] if s.get("track_ids")]
+    assert seen and all(s["track_ids"]["person"] == [track["id"]] for s in seen)
+    assert all("objects" in s for s in tracked["seconds"])  # the per-frame counts stay for readers
+
+
+def test_line_crossings_have_the_right_direction(tracked):
+    # The line is drawn top to bottom: looking along it, screen-left is its right side.
+    crossings = [(c["line"], c["direction"], c["label"]) for c in tracked["crossings"]]
+    assert crossings == [("door", "right_to_left", "person"), ("door", "left_to_right", "person")]
+    first, back = tracked["crossings"]
+    assert 1.0 < first["time"] < 3.0 and back["time"] > 6.0
+
+
+def test_zone_enter_loiter_exit(tracked):
+    kinds = [(z["kind"], z["zone"]) for z in tracked["zone_events"]]
+    assert kinds == [("zone_enter", "right"), ("loiter", "right"), ("zone_exit", "right")]
+    enter, loiter, leave = tracked["zone_events"]
+    assert loiter["time"] - enter["time"] >= 1.5 and leave["dwell_s"] >= 2.0
+
+
+@pytest.mark.parametrize("argv, reason", [
+    (["--zone", "z=0.1,0.1 0.5,0.5"], "at least 3 points"),
+    (["--zone", "z=0.1,0.1 0.5,1.5 0.9,0.1"], "normalised to 0-1"),
+    (["--line", "a=0,0,1,1", "--zone", "a=0,0 1,0 1,1"], "used twice"),
+    (["--line", "a=0,0,1"], "NAME=x1,y1,x2,y2"),
+    (["--line", "0,0,1,1"], "NAME=coordinates"),
+    (["--zone", "z=0,0 x,1 1,1"], "not a number"),
+    (["--zone", "z=0,0 0.5,0.5 1,1"], "no area"),
+    (["--track-fps", "0"], "--track-fps"),
+    (["--track", "--no-visual"], "need the picture"),
+])
+def test_bad_layouts_are_refused_with_the_reason(argv, reason):
+    with pytest.raises(BadInput, match=reason):
+        _options(*argv)
+
+
+def test_bad_zone_on_the_cli_exits_2_before_models_load(capsys, tmp_path):
+    from app.cli import main
+
+    clip = tmp_path / "x.mp4"
+    _scene(clip, stops_s=0.1)
+    assert main(["analyze", str(clip), "--zone", "z=0,0 1,1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "at least 3 points" in err[0]
+
+
+def test_tracking_raises_the_sampling_rate():
+    opts = _options("--track")
+    assert opts.stages.track and opts.sample_fps >= 4
+    assert parse_layout(None, None) == ((), ())
+
+
+def test_two_streams_on_the_ray_hosts_keep_their_own_tracks(tmp_path, ray_runtime):
+    """Both streams at once on the shared stage hosts: each has its own one track, crossings and zone
+    events (one walks back out, the other stays), and closing them frees the tracker state on the host."""
+    import ray
+
+    from pipelines import Pipeline
+
+    there_and_back, stays = tmp_path / "back.mp4", tmp_path / "stays.mp4"
+    _scene(there_and_back)
+    _scene(stays, back=False)
+    options = _options(*LAYOUT)
+    pipes = [Pipeline(str(p), options) for p in (there_and_back, stays)]
+    try:
+        back, stay = (p.wait() for p in pipes)
+        counts = pipes[1].progress(timeout=30)["stats"]["tracking"]  # what /metrics reads for this stream
+    finally:
+        host = pipes[0].actors["tracking"]
+        for p in pipes:
+            p.close()
+    assert [len(r["tracks"]) for r in (back, stay)] == [1, 1]
+    assert [c["direction"] for c in back["crossings"]] == ["right_to_left", "left_to_right"]
+    assert [c["direction"] for c in stay["crossings"]] == ["right_to_left"]
+    assert [z["kind"] for z in stay["zone_events"]] == ["zone_enter", "loiter"]
+    assert [z["kind"] for z in back["zone_events"]] == ["zone_enter", "loiter", "zone_exit"]
+    assert ray.get([host.close.remote(p.stream) for p in pipes]) == [False, False]  # already freed
+    assert sorted(map(tuple, counts)) == [("crossing", "door", "person", "right_to_left", 1),
+                                          ("zone", "right", "person", "loiter", 1),
+                                          ("zone", "right", "person", "zone_enter", 1)]
+
+
+def test_stream_zones_are_checked_by_the_api(tmp_path):
+    """POST /v1/streams with a bad zone or line: 422 with a one-line reason, before any source is opened."""
+    from tests.helpers.api_server import ApiServer
+    from tests.helpers.cli import free_port
+
+    server = ApiServer(tmp_path / "f.db", free_port(), "--source-host", "localhost", api_key="k")
+    try:
+        server.wait_ready()
+        with server.client() as c:
+            for body, reason in (({"zones": ["door=0,0 1,1"]}, "at least 3 points"),
+                                 ({"lines": ["a=0,0,2,1"]}, "normalised to 0-1"),
+                                 ({"zones": ["a=0,0 1,0 1,1"], "lines": ["a=0,0,1,1"]}, "used twice")):
+                r = c.post("/v1/streams", json={"source": "rtsp://localhost:9/x", **body})
+                assert r.status_code == 422, r.text
+                assert reason in r.json()["detail"] and "\n" not in r.json()["detail"]
+    finally:
+        server.stop()
+
+
+def test_zones_and_lines_from_toml(tmp_path):
+    from app.cli import build_parser
+    from app.services.settings import parse_args
+
+    config = tmp_path / "f.toml"
+    config.write_text('[analysis]\nzone = ["door=0,0 0.5,0 0.5,1"]\nline = ["gate=0.5,0,0.5,1"]\nloiter-s = 4.0\n')
+    parser = build_parser()
+    args = parse_args(parser, ["analyze", "x.mp4", "--config", str(config)], parser.config_targets)
+    opts = analysis_options(args)
+    assert [z.name for z in opts.stages.zones] == ["door"] and [x.name for x in opts.stages.lines] == ["gate"]
+    assert opts.stages.loiter_s == 4.0 and opts.stages.track
+
+
+def test_crossings_and_zone_events_reach_the_store_and_the_feed(tracked, tmp_path):
+    """The sink writes a second's crossings and zone events into the job's rows (real SQLite) and its feed."""
+    from pipelines.sinks.sink import Sink
+    from pipelines.sinks.store import Store
+    from pipelines.stages.record import Second
+
+    db = tmp_path / "f.db"
+    job = Store(db).create_job("stream", "walk.mp4")
+    sink = Sink("walk.mp4", job_id=job, db_path=str(db), feed_size=8)
+    record = Second(index=3, start=3.0, end=4.0, crossings=tracked["crossings"][:1],
+                    zone_events=tracked["zone_events"][:1])
+    sink.write(record)
+    rows = Store(db).rows("alerts", job)
+    assert [(r["rule"], r["severity"]) for r in rows] == [("line_crossing", "info"), ("zone_enter", "info")]
+    assert "crossed door right to left" in rows[0]["reason"]
+    assert sink.tracking_counts == {("crossing", "door", "person", "right_to_left"): 1,
+                                    ("zone", "right", "person", "zone_enter"): 1}  # what /metrics counts
+    (_, item), = sink.feed_since(0)
+    assert item["crossings"] == tracked["crossings"][:1] and item["zone_events"] == tracked["zone_events"][:1]
