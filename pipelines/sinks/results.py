@@ -77,6 +77,8 @@ def second_record(second: Second) -> dict:
                        "faces": vis.get("faces", 0), "motion": vis.get("motion"),
                        "postures": [p.get("posture") for p in vis.get("pose", [])],
                        "camera_trouble": vis.get("camera_trouble")})
+    if second.text:
+        record["text"] = [dict(r) for r in second.text]
     return record
 
 
