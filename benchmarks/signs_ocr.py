@@ -48,6 +48,24 @@ def score(signs: Path, split: str, side: int, min_score: float, space_boost: flo
             "ms_per_frame_median": round(float(np.median(ms)), 1), "misses": misses}
 
 
+def picture(signs: Path, split: str, side: int, min_score: float, space_boost: float, out: Path) -> None:
+    """The split's first frame whose sign says EXIT (else its first), with the readings boxed as the dashboard
+    draws them."""
+    import numpy as np
+    from PIL import Image
+
+    from models.encoders.text_reader import TextReader
+    from ui.picture import draw_boxes
+
+    items = json.loads((signs / "manifest.json").read_text())["splits"][split]
+    item = next((i for i in items if i["text"] == "EXIT"), items[0])
+    rgb = np.asarray(Image.open(signs / item["file"]).convert("RGB"))
+    readings = TextReader(side, min_score, space_boost=space_boost).read(rgb)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    draw_boxes(rgb, {"frame_size": [rgb.shape[1], rgb.shape[0]]}, text=readings).save(out)
+    print(f"wrote {out}: {item['text']!r} read as {[r['text'] for r in readings]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--signs", type=Path, default=Path("data/signs"), help="the built set (training.signs.build)")
@@ -57,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--space-boost", type=float, nargs="+", default=[100.0],
                    help="factor(s) on the recogniser's space probability to try (models/encoders/text_reader.py)")
     p.add_argument("--out", type=Path, help="write the result JSON here")
+    p.add_argument("--picture", type=Path, help="also draw what was read on the split's first EXIT frame (PNG)")
     args = p.parse_args(argv)
     if not (args.signs / "manifest.json").is_file():
         print(f"no sign set at {args.signs}: build it with python -m training.signs.build --out {args.signs}",
@@ -71,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.split} side={side} space_boost={boost:g}: word accuracy {r['word_accuracy']:.3f} ({r['words_read']}/{r['words']} "
               f"words), all words of a frame {r['frames_all_words']:.3f}, {r['ms_per_frame_median']} ms/frame "
               "(1 thread)")
+    if args.picture:
+        picture(args.signs, args.split, args.side[0], args.min_score, args.space_boost[0], args.picture)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"reader": "PP-OCRv4 (rapidocr-onnxruntime)",

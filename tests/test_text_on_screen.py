@@ -114,3 +114,14 @@ def test_sign_set_splits_share_no_photo_and_no_sign(tmp_path):
     assert not photos["val"] & photos["test"] and not texts["val"] & texts["test"]
     assert photos["val"] <= set(PHOTOS["val"]) and photos["test"] <= set(PHOTOS["test"])
     assert all((tmp_path / i["file"]).is_file() for v in splits.values() for i in v)
+
+
+def test_the_dashboard_shows_the_reading_on_the_picture_and_in_now():
+    from ui.data import detections_text
+    from ui.picture import draw_boxes
+
+    frame = np.zeros((180, 320, 3), np.uint8)
+    text = [{"text": "EXIT", "box": [100, 60, 200, 100], "score": 0.99}]
+    drawn = np.asarray(draw_boxes(frame, {"frame_size": [640, 360]}, text=text))
+    assert drawn[30:50, 50:100].any() and not drawn[120:, 150:].any()  # the box, scaled to the picture
+    assert 'reads: "EXIT"' in detections_text({}, None, text=text)

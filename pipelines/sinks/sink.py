@@ -50,7 +50,8 @@ class Sink:
         if self.feed is not None:
             self.feed.append((self.seq, {"time": record.end, "events": record.events_closed,
                                          "moments": record.moments, "transcript": record.transcript,
-                                         "tags": record.tags, "alerts": record.alerts, "visual": record.visual}))
+                                         "tags": record.tags, "alerts": record.alerts, "visual": record.visual,
+                                         "text": record.text}))
         return record.index if record.index is not None else -1
 
     def feed_since(self, seq: int) -> list:
