@@ -31,7 +31,8 @@ def main() -> None:
     decode = timed(["ffmpeg", "-nostdin", "-v", "error", "-i", str(clip), "-f", "null", "-"])
     print(f"clip: {clip.name}; bare decode (ffmpeg -f null): {decode:.1f} s")
     configs = {"speech + audio tags (issue 2 target <= 2.0)": ["--no-visual", "--no-safety", "--events", "tags"],
-               "full embedded stack (visual perception, PreFM if shipped, safety)": []}
+               "full stack without text on screen (--no-ocr)": ["--no-ocr"],
+               "full embedded stack (visual perception, text on screen, PreFM if shipped, safety)": []}
     for name, flags in configs.items():
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "r.json"

@@ -114,7 +114,9 @@ def readable(label: str, taxonomy: str = "llp") -> str:
         return label
     if taxonomy == "coco":
         return label[:1].upper() + label[1:]
-    raise ValueError(f"unknown taxonomy {taxonomy!r} (llp, audioset or coco)")
+    if taxonomy == "ocr":  # text read on screen: the words themselves
+        return label
+    raise ValueError(f"unknown taxonomy {taxonomy!r} (llp, audioset, coco or ocr)")
 
 
 def check_complete() -> None:

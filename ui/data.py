@@ -49,8 +49,9 @@ def _readable(text: str | None) -> str | None:
     return human_label(text) if text and "_" in text and " " not in text else text
 
 
-def detections_text(tags: dict[str, float], visual: dict | None, top: int = 8) -> str:
-    """One line for the live view: the strongest sound tags and what the visual stage sees this second."""
+def detections_text(tags: dict[str, float], visual: dict | None, top: int = 8, text: list[dict] | None = None) -> str:
+    """One line for the live view: the strongest sound tags, what the visual stage sees and what is written on
+    screen this second."""
     sounds = [f"{k} ({v:.2f})" for k, v in sorted(tags.items(), key=lambda kv: -kv[1])[:top]]
     seen = [f"{d['label']} ({d['score']:.2f})" for d in sorted((visual or {}).get("detections") or [],
                                                                key=lambda d: -d.get("score", 0))[:top]]
@@ -58,7 +59,9 @@ def detections_text(tags: dict[str, float], visual: dict | None, top: int = 8) -
         seen.append(f"faces: {visual['faces']}")
     if (visual or {}).get("camera_trouble"):
         seen.append(f"camera: {visual['camera_trouble']}")
-    parts = [f"sounds: {', '.join(sounds)}" if sounds else "", f"seen: {', '.join(seen)}" if seen else ""]
+    read = [f'"{r["text"]}"' for r in (text or [])[:top]]
+    parts = [f"sounds: {', '.join(sounds)}" if sounds else "", f"seen: {', '.join(seen)}" if seen else "",
+             f"reads: {', '.join(read)}" if read else ""]
     return " | ".join(p for p in parts if p) or "no detections this second"
 
 
@@ -78,6 +81,7 @@ class LiveState:
         self.moments: list[dict] = []  # standing queries (watches) that fired
         self.tags: dict[str, float] = {}
         self.visual: dict | None = None  # the latest second's detections (objects, persons, faces, pose)
+        self.text: list[dict] = []
         self.time = 0.0
         self.max_items = max_items
 
@@ -94,6 +98,7 @@ class LiveState:
             self.moments.extend(item.get("moments") or [])
             self.tags = dict(item.get("tags") or {})
             self.visual = item.get("visual")
+            self.text = list(item.get("text") or [])  # text read on screen in the latest second
             self.time = float(item.get("time") or self.time)
         for name in ("events", "transcript", "alerts", "moments"):
             rows = getattr(self, name)

@@ -75,7 +75,7 @@ def picture(grabber: FrameGrabber | None, live: LiveState) -> None:
     if grabber.frame is None:
         st.caption(f"no picture yet{': ' + grabber.error if grabber.error else ''}")
         return
-    st.image(draw_boxes(grabber.frame, live.visual), width=640,
+    st.image(draw_boxes(grabber.frame, live.visual, text=live.text), width=640,
              caption=f"boxes from the analysis of {fmt_time(live.time)}")
 
 

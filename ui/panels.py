@@ -92,7 +92,7 @@ def show_panels(events: list[dict], transcript: list[dict], alerts: list[dict], 
     if live is not None:
         st.subheader("Now")
         stale = (health or {}).get("health") in ("connecting", "reconnecting")
-        st.write("(no picture: the source is reconnecting)" if stale else detections_text(live.tags, live.visual))
+        st.write("(no picture: the source is reconnecting)" if stale else detections_text(live.tags, live.visual, text=live.text))
     timeline_panel(events, duration, media, key)
     answers = live.moments if live is not None else (moments or [])
     if answers:

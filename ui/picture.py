@@ -75,9 +75,9 @@ class FrameGrabber:
         self._stop.set()
 
 
-def draw_boxes(frame: np.ndarray, visual: dict | None) -> Image.Image:
-    """`frame` with the detections and face boxes of `visual` (in its `frame_size` pixels) scaled onto it, and
-    the pose skeletons (landmarks in 0-1 of the picture) of the people it tracks."""
+def draw_boxes(frame: np.ndarray, visual: dict | None, text: list[dict] | None = None) -> Image.Image:
+    """`frame` with the detections and face boxes of `visual` (in its `frame_size` pixels) scaled onto it, the
+    pose skeletons (landmarks in 0-1 of the picture) of the people it tracks, and the text read on screen."""
     image = Image.fromarray(frame)
     if not visual or not visual.get("frame_size"):
         return image
@@ -91,6 +91,7 @@ def draw_boxes(frame: np.ndarray, visual: dict | None) -> Image.Image:
                            (marks[b][0] * image.width, marks[b][1] * image.height)], fill=SKELETON_COLOR, width=3)
     boxes = [(d["label"], d.get("score"), d["box"]) for d in visual.get("detections") or [] if d.get("box")]
     boxes += [("face", None, b) for b in visual.get("face_boxes") or []]
+    boxes += [(f'"{r["text"]}"', None, r["box"]) for r in text or [] if r.get("box")]
     for label, score, (x0, y0, x1, y1) in boxes:
         color = BOX_COLORS.get(label, "#1f77b4")
         rect = (x0 * sx, y0 * sy, x1 * sx, y1 * sy)

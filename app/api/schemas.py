@@ -63,8 +63,9 @@ class Event(BaseModel):
     start: float
     end: float
     confidence: float
-    source: Literal["prefm", "tags"] | None = Field(None, description="the model that produced the event")
-    taxonomy: Literal["llp", "audioset", "coco"] | None = Field(None, description="the label's class list")
+    source: Literal["prefm", "tags", "ocr"] | None = Field(None, description="the model that produced the event")
+    taxonomy: Literal["llp", "audioset", "coco", "ocr"] | None = Field(
+        None, description="the label's class list (ocr: the label is text read on screen)")
     name: str | None = Field(None, description="the label as a person writes it")
 
 

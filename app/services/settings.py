@@ -151,6 +151,8 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-asr", action="store_true", help="skip speech recognition")
     p.add_argument("--no-tags", action="store_true", help="skip AudioSet sound tags")
     p.add_argument("--no-visual", action="store_true", help="skip visual perception (objects, pose, faces, camera)")
+    p.add_argument("--no-ocr", action="store_true",
+                   help="skip reading text on screen (PP-OCRv4 on changed frames; also off with --no-visual)")
     p.add_argument("--events", choices=["auto", "union", "prefm", "tags"], default="auto",
                    help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO "
                         "tag events for the rest), prefm (PreFM only), tags (taggers only); auto: union when a "
@@ -213,7 +215,7 @@ def analysis_options(args) -> AnalyzeOptions:
     if escalation and escalation != "robust" and not Path(escalation).is_file():
         raise BadInput(f"--safety-escalation {escalation}: say 'robust' or give a policy JSON file")
     stages = StageConfig(asr=not flag("no_asr", False), asr_model=flag("asr_model"), tags=not flag("no_tags", False),
-                         visual=not flag("no_visual", False), events_model=flag("events", "auto"),
+                         visual=not flag("no_visual", False), ocr=not flag("no_ocr", False), events_model=flag("events", "auto"),
                          prefm_checkpoint=flag("prefm_model"), asr_language=None if language == "auto" else language,
                          safety=not flag("no_safety", False), safety_threshold=flag("safety_threshold"),
                          judge_url=flag("judge_url"), camera=flag("camera", "camera"), visual_prompt=prompt,

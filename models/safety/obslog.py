@@ -2,7 +2,7 @@
 
 Every `segment_s` seconds of one camera become one segment: `[Time]` on the stream clock,
 `[Location]` the camera name, `[Environmental Observation]` what was seen and heard around people
-(objects, sounds, camera state) and `[Behavioral Observation]` what people did (postures, falls,
+(objects, sounds, text on signs, camera state) and `[Behavioral Observation]` what people did (postures, falls,
 speech, events). Sentences are plain English so the same retriever that reads PaSBench logs reads
 these. Only the last `window` segments are kept.
 """
@@ -45,7 +45,7 @@ def describe(seconds: list[SecondSignals], tag_prob: float = 0.3, fall_velocity:
     postures: Counter[str] = Counter()
     people = 0
     falls = 0
-    speech, events, trouble = [], [], []
+    speech, events, trouble, signs = [], [], [], []
     for s in seconds:
         for k, v in s.objects.items():
             objects[k] = max(objects[k], int(v))
@@ -57,7 +57,12 @@ def describe(seconds: list[SecondSignals], tag_prob: float = 0.3, fall_velocity:
             falls += float(p.get("vertical_velocity", 0.0)) >= fall_velocity
         if s.speech_text.strip():
             speech.append(s.speech_text.strip())
+        for text in s.signs:
+            if text.strip() and text.strip() not in signs:
+                signs.append(text.strip())
         for ev in s.events:
+            if ev.get("taxonomy") == "ocr":  # a text on screen is said once, as a sign, not as an activity
+                continue
             if ev.get("label") and ev["label"] not in events:
                 events.append(str(ev["label"]))
         if s.camera_trouble and s.camera_trouble not in trouble:
@@ -70,6 +75,8 @@ def describe(seconds: list[SecondSignals], tag_prob: float = 0.3, fall_velocity:
     heard = [k for k, v in sorted(tags.items(), key=lambda kv: -kv[1]) if v >= tag_prob and k != "Speech"]
     if heard:
         env.append(f"Sounds heard: {'; '.join(heard)}.")
+    if signs:
+        env.append(" ".join(f'A sign reads "{text}".' for text in signs[:5]))
     if trouble:
         env.append(f"The camera view is {' and '.join(trouble)}.")
 

@@ -26,6 +26,7 @@ class SecondSignals:
         "vertical_velocity" (downward speed of the body centre in image heights per second,
         positive = falling) and "bbox" [x0, y0, x1, y1] in pixels or normalised units.
     camera_trouble: "dark", "blurred", "covered" or "frozen" when the view is unusable, else None.
+    signs: text read on screen in this second (OCR), e.g. ["WET FLOOR"].
     """
 
     time: float
@@ -37,6 +38,7 @@ class SecondSignals:
     objects: dict[str, int] = field(default_factory=dict)
     pose: list[dict] = field(default_factory=list)
     camera_trouble: str | None = None
+    signs: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not isinstance(self.time, int | float) or self.time != self.time or self.time < 0:

@@ -29,9 +29,11 @@ def label_text(label: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def second_labels(start: float, tags: dict[str, float] | None, visual: dict | None) -> list[dict]:
-    """Every class named in one second, unthresholded: AudioSet tags as they were shown, and each detected COCO
-    class at its best score (a face counts as a person). Both the corpus build and the live stage use this."""
+def second_labels(start: float, tags: dict[str, float] | None, visual: dict | None,
+                  text: list[dict] | None = None) -> list[dict]:
+    """Every class named in one second, unthresholded: AudioSet tags as they were shown, each detected COCO
+    class at its best score (a face counts as a person), and each text read on screen (its words, on the visual
+    side, at the reader's confidence). Both the corpus build and the live stage use this."""
     out = [{"label": name, "modality": "audio", "start": start, "end": start + 1.0, "confidence": round(float(p), 3)}
            for name, p in (tags or {}).items()]
     best: dict[str, float] = {}
@@ -41,6 +43,8 @@ def second_labels(start: float, tags: dict[str, float] | None, visual: dict | No
         best["person"] = max(best.get("person", 0.0), 0.5)
     out += [{"label": label_text(name), "modality": "visual", "start": start, "end": start + 1.0,
              "confidence": round(score, 3)} for name, score in best.items()]
+    out += [{"label": str(r["text"]), "modality": "visual", "start": start, "end": start + 1.0,
+             "confidence": round(float(r.get("score", 1.0)), 3)} for r in text or [] if str(r.get("text", "")).strip()]
     return out
 
 

@@ -93,6 +93,8 @@ def second_record(second: Second) -> dict:
         for t in second.tracked:
             ids.setdefault(t["label"], []).append(t["id"])
         record["track_ids"] = ids
+    if second.text:
+        record["text"] = [dict(r) for r in second.text]
     return record
 
 

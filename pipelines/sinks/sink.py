@@ -58,7 +58,7 @@ class Sink:
                                          "moments": record.moments, "transcript": record.transcript,
                                          "tags": record.tags, "alerts": record.alerts, "visual": record.visual,
                                          "tracks": record.tracked, "crossings": record.crossings,
-                                         "zone_events": record.zone_events}))
+                                         "zone_events": record.zone_events, "text": record.text}))
         return record.index if record.index is not None else -1
 
     def feed_since(self, seq: int) -> list:

@@ -1,6 +1,6 @@
 """The stage graph, declared once and run by both runners (Ray actors in `actors.py`, inline in `inline.py`).
 
-Every second, speech, audio and visual read the segment (audio also takes speech's output: its VAD window
+Every second, speech, audio, visual and ocr read the segment (audio also takes speech's output: its VAD window
 probabilities, so Silero runs once); transcribe runs Whisper on the speech pieces speech cut; the parser fills
 the second's record from what was heard (spans and transcript), the sounds and the picture; tracking (only
 with --track, zones or lines) follows the detector's boxes and adds tracks, crossings and zone events; grounding (only
@@ -40,7 +40,9 @@ GRAPH: tuple[Node, ...] = (
     Node("transcribe", "pipelines.stages.speech:TranscribeStage", "stages", ("speech",), "heard",
          finish=("speech",)),
     Node("visual", "pipelines.stages.visual:VisualStage", "stages", ("segment",), "visual"),
-    Node("parser", "pipelines.stages.parser:ParserStage", "stages", ("record", "heard", "audio", "visual"),
+    # text on screen (PP-OCRv4) in the key frame, beside visual; off with --no-ocr or --no-visual
+    Node("ocr", "pipelines.stages.ocr:OcrStage", "stages", ("segment",), "ocr"),
+    Node("parser", "pipelines.stages.parser:ParserStage", "stages", ("record", "heard", "audio", "visual", "ocr"),
          "record", finish=("heard",)),
     # tracks over the detector's boxes, zones and lines: only with tracking on (--track, --zone, --line)
     Node("tracking", "pipelines.stages.tracking:TrackStage", "stages", ("record", "visual"), "record",
@@ -59,8 +61,8 @@ def nodes(options: AnalyzeOptions) -> list[Node]:
 
 
 def reads_frames(options: AnalyzeOptions) -> bool:
-    """Whether any stage reads the pictures: only visual does (grounding and the sinks take its output, the
-    latency budget only thins frames for it). Without it the reader leaves video undecoded (`decode_video`)."""
+    """Whether any stage reads the pictures: visual does, and ocr only with it (grounding and the sinks take
+    their output, the latency budget only thins frames for them). Without it the reader leaves video undecoded (`decode_video`)."""
     return options.stages.visual
 
 

@@ -45,6 +45,15 @@ class StageConfig:
     yolo_size: int = 416
     visual_min_score: float = 0.4
     visual_prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp)
+    # Text on screen (PP-OCRv4, pipelines/stages/ocr.py): read changed key frames, at most one reading every
+    # `ocr_every_s` seconds and `ocr_budget_ms` a second on average; a text on screen `ocr_min_s` is an event.
+    ocr: bool = True
+    ocr_every_s: int = 2
+    ocr_budget_ms: float = 150.0
+    ocr_change: float = 0.005  # the fraction of the picture that must change for a new reading
+    ocr_side: int = 640  # the detector's longest side (chosen on signs val: docs/results/signs_ocr.json)
+    ocr_min_score: float = 0.5
+    ocr_min_s: float = 2.0
     events_model: str = "auto"  # "union", "prefm" (LLP classes only), "tags" (AudioSet/COCO only); auto: union if shipped
     prefm_checkpoint: str | None = None
     prefm_threshold: float = 0.7  # chosen on corpus v3 val (docs/results/prefm_threshold_val.json)

@@ -80,7 +80,7 @@ class GroundingStage:
     def _take_labels(self, record: Second, index: int) -> None:
         from models.trisense.evidence import second_labels
 
-        self.labels.extend(second_labels(float(index), record.tags, record.visual))
+        self.labels.extend(second_labels(float(index), record.tags, record.visual, record.text))
 
     def _take_text(self, record: Second) -> None:
         """Keep the transcript and closed events of `record`, on the clock of this stream's first second."""

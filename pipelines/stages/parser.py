@@ -13,8 +13,9 @@
 PreFM's events and the tag events go through the same merger (`models/events.py`): gaps of one second are
 bridged, and events shorter than `tag_min_s` (tags) or `prefm_min_s` (PreFM) dropped.
 
-Every event says which model produced it (`source`: prefm or tags), the taxonomy its label belongs to
-(`taxonomy`: llp, audioset or coco) and its human-readable `name`.
+Whichever runs, a text read on screen that stays is an event too (`pipelines/stages/ocr.py:TextEvents`).
+Every event says which model produced it (`source`: prefm, tags or ocr), the taxonomy its label belongs to
+(`taxonomy`: llp, audioset, coco or ocr) and its human-readable `name`.
 """
 
 from __future__ import annotations
@@ -177,9 +178,16 @@ class ParserStage:
             from pipelines.stages.union import UnionEvents
 
             self.events = UnionEvents(PrefmEvents(config, path), TagEvents(config), path, config.prefm_evidence)
+        from pipelines.stages.ocr import TextEvents
 
-    def process(self, record: Second, speech: dict, audio: dict, visual: dict | None = None) -> Second:
+        self.text_events = TextEvents(config)  # text on screen, whichever strategy runs the rest
+
+    def process(self, record: Second, speech: dict, audio: dict, visual: dict | None = None,
+                ocr: dict | None = None) -> Second:
         closed, active, anticipation = self.events.step(record, speech, audio, visual)
+        text_closed, text_active = self.text_events.step(record, ocr)
+        closed, active = closed + text_closed, active + text_active
+        record.text = list((ocr or {}).get("text") or [])
         record.speech_prob = speech["speech_prob"]
         record.tags = audio.get("tags", {})
         record.level_db = audio.get("level_db")
@@ -191,6 +199,6 @@ class ParserStage:
 
     def finish(self, speech: dict) -> Second:
         record = Second.closing()
-        record.events_closed = self.events.finish(speech)
+        record.events_closed = self.events.finish(speech) + self.text_events.finish()
         record.transcript = speech["transcript"]
         return record

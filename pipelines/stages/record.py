@@ -1,4 +1,5 @@
-"""The per-second record that flows down the stage graph: the parser fills what the second holds, grounding
+"""The per-second record that flows down the stage graph: the parser fills what the second holds (text on
+screen included), grounding
 adds standing-query moments, safety adds alerts, and the sinks read it. One record per second, plus a final
 record (`index` None) that carries what closes at the end of the stream."""
 
@@ -19,6 +20,7 @@ class Second:
     tags: dict[str, float] = field(default_factory=dict)  # AudioSet tags shown for this second
     level_db: float | None = None
     visual: dict | None = None  # readable detections: persons, objects, faces, pose, motion, camera trouble
+    text: list[dict] = field(default_factory=list)  # the parser, from ocr: text on screen {"text", "box", "score"}
     events_closed: list[dict] = field(default_factory=list)  # events that ended (final rows)
     events_active: list[dict] = field(default_factory=list)  # events still open at this second
     anticipation: dict[str, float] = field(default_factory=dict)  # PreFM's likely labels over the next seconds

@@ -55,7 +55,7 @@ class SafetyStage:
             time=float(record.start), camera=self.config.camera, audio_tags=dict(record.tags),
             speech_text=words, events=list(record.events_active),
             persons=vis.get("persons"), objects=dict(vis.get("objects", {})), pose=list(vis.get("pose", [])),
-            camera_trouble=vis.get("camera_trouble"))
+            camera_trouble=vis.get("camera_trouble"), signs=[t["text"] for t in record.text])
 
     def process(self, record: Second) -> Second:
         if self.monitor is None or record.index is None:
