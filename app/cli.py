@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from app.services.flags import OneLineParser, number
 from app.services.settings import add_analysis_flags
 from models.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput
 
@@ -167,7 +168,7 @@ def cmd_train_eval(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="foresight", description="Streaming multimodal video analysis.")
+    parser = OneLineParser(prog="foresight", description="Streaming multimodal video analysis.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -180,10 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="standing query: fires a moment live when TEXT matches the recent seconds (repeatable)")
     p.add_argument("--grounding-model", metavar="PATH", help="grounding checkpoint (default: the shipped embedded one)")
     p.add_argument("--json", action="store_true", help="print the result JSON instead of the summary")
-    p.add_argument("--duration", type=float, help="stop a live source after this many seconds")
+    p.add_argument("--duration", type=number(), help="stop a live source after this many seconds")
     p.add_argument("--rtsp-transport", choices=["tcp", "udp"], default="tcp")
-    p.add_argument("--watchdog", type=float, default=5.0, help="seconds without data before a live source reconnects")
-    p.add_argument("--reconnect-budget", type=float, default=30.0,
+    p.add_argument("--watchdog", type=number(), default=5.0, help="seconds without data before a live source reconnects")
+    p.add_argument("--reconnect-budget", type=number(lo_open=False), default=30.0,
                    help="give up on a live source that stays down this many seconds (default 30)")
     p.add_argument("--retry", action="store_true",
                    help="a live source that is not up yet (a camera expected late): keep trying to connect, with "
@@ -203,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("batch", help="analyze every media file under a folder, in parallel, resumably")
     p.add_argument("folder")
     p.add_argument("--out", required=True, help="output folder (JSON, WebVTT, results.jsonl, summary.md, foresight.db)")
-    p.add_argument("--parallel", type=int, help="files at once (default: the Ray cluster's CPUs)")
+    p.add_argument("--parallel", type=number(1, lo_open=False, integer=True), help="files at once (default: the Ray cluster's CPUs)")
     p.add_argument("-q", "--quiet", action="store_true")
     add_analysis_flags(p)
     p.set_defaults(func=cmd_batch)

@@ -5,25 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app.services.flags import OneLineParser, number, port
 from app.services.settings import add_analysis_flags, add_recording_flags, parse_args
 from models.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="foresight serve", description="Run the Foresight REST API (OpenAPI at /docs).")
+    p = OneLineParser(prog="foresight serve", description="Run the Foresight REST API (OpenAPI at /docs).")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=port, default=8000)
     p.add_argument("--db", default="foresight.db", help="SQLite database (jobs, results, streams; default ./foresight.db)")
     p.add_argument("--uploads", help="folder for uploads in progress (default: uploads/ next to the database)")
     p.add_argument("--api-key", help="require this key on /v1 (visible to other users in `ps`: prefer "
                    "FORESIGHT_API_KEY or --api-key-file)")
     p.add_argument("--api-key-file", metavar="PATH",
                    help="read the API key from this file's first line (or set FORESIGHT_API_KEY_FILE)")
-    p.add_argument("--max-upload-mb", type=float, default=512.0, help="largest upload accepted (default 512 MB)")
-    p.add_argument("--max-duration", type=float, default=3600.0, help="longest clip accepted, seconds (default 3600)")
-    p.add_argument("--max-queue", type=int, default=32, help="queued + running jobs before 429 (default 32)")
-    p.add_argument("--parallel", type=int, help="jobs analysed at once (default: the Ray cluster's CPUs)")
-    p.add_argument("--max-streams", type=int, default=8, help="live streams at once (default 8)")
+    p.add_argument("--max-upload-mb", type=number(), default=512.0, help="largest upload accepted (default 512 MB)")
+    p.add_argument("--max-duration", type=number(), default=3600.0, help="longest clip accepted, seconds (default 3600)")
+    p.add_argument("--max-queue", type=number(1, lo_open=False, integer=True), default=32, help="queued + running jobs before 429 (default 32)")
+    p.add_argument("--parallel", type=number(1, lo_open=False, integer=True), help="jobs analysed at once (default: the Ray cluster's CPUs)")
+    p.add_argument("--max-streams", type=number(1, lo_open=False, integer=True), default=8, help="live streams at once (default 8)")
     p.add_argument("--allow-type", action="append", dest="allowed_types",
                    help="allowed upload content type (repeat; default: common video and audio types)")
     p.add_argument("--grounder", help="TriSense checkpoint: search also uses the grounding index in --db")
@@ -52,6 +53,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_listen(host: str, port: int) -> None:
+    """Bind (then release) the address the server will listen on, so a bad host or a taken port is a one-line
+    error before the app, Ray and the models start."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError):
+        raise ValueError(f"--host {host[:80]!r} is not an address or a known host name of this machine") from None
+    family, kind, proto, _, addr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            raise ValueError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+
+
 def make_settings(args: argparse.Namespace):
     from app.services.settings import Settings
 
@@ -60,10 +79,6 @@ def make_settings(args: argparse.Namespace):
 
 def serve_main(argv: list[str]) -> int:
     """Parse `argv` (without the program name), build the app and serve it until interrupted."""
-    import uvicorn
-
-    from app.api import create_app
-
     try:
         parser = build_parser()
         args = parse_args(parser, argv, {"serve": (parser, ("analysis", "serve"))})
@@ -72,9 +87,14 @@ def serve_main(argv: list[str]) -> int:
             raise ValueError(f"--db folder {settings.db_path.parent} does not exist")
         if settings.grounder_checkpoint is not None and not settings.grounder_checkpoint.is_file():
             raise FileNotFoundError(f"--grounder {settings.grounder_checkpoint} is not a file")
+        check_listen(args.host, args.port)
     except (ValueError, FileNotFoundError, BadInput) as exc:
         print(f"foresight serve: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    import uvicorn
+
+    from app.api import create_app
+
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
                 timeout_graceful_shutdown=10)
     return EXIT_OK

