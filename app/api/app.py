@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import time
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from app.api import access_log, guards
@@ -15,7 +17,8 @@ from app.api.context import Services
 from app.api.guards import BodyLimits
 from app.api.metrics import Metrics
 from app.api.routers import jobs, search, streams, system
-from app.services.jobs import JobManager
+from app.services.disk import no_space_reason
+from app.services.jobs import JobManager, NoSpace
 from app.services.search import SearchService, TextMatcher
 from app.services.settings import Settings
 from app.services.streams import StreamManager
@@ -77,6 +80,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         record(response.status_code)
         return response
 
+    async def no_space(request: Request, exc: Exception) -> JSONResponse:
+        """A full disk or database is 507 with the reason (and /healthz says degraded), never a bare 500."""
+        reason = str(exc) if isinstance(exc, NoSpace) else no_space_reason(exc)
+        if reason is None:
+            return JSONResponse({"detail": "internal error"}, status_code=500)
+        disk = getattr(getattr(request.app.state.services, "jobs", None), "disk", None)
+        if disk is not None and not isinstance(exc, NoSpace):
+            disk.failed(reason)
+        return JSONResponse({"detail": reason}, status_code=507)
+
+    for kind in (NoSpace, sqlite3.OperationalError, OSError):
+        app.add_exception_handler(kind, no_space)
     guards.install(app)
     app.add_middleware(BodyLimits, max_bytes=settings.max_json_bytes, timeout_s=settings.body_timeout_s,
                        api_key=settings.api_key, upload_paths=("/v1/analyze",))

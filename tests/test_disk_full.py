@@ -1,0 +1,99 @@
+"""A full database (SQLite's own `database or disk is full`, forced with `PRAGMA max_page_count` on the real
+store) is 507 `{"detail"}` with /healthz "degraded"; the job whose result cannot be saved fails with the reason,
+nothing raises out of the job manager, and uploads and results work again once space returns."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api.app import create_app
+from app.api.metrics import Metrics
+from app.services.jobs import JobManager
+from app.services.settings import Settings
+from app.services.streams import StreamManager
+from pipelines.sinks.store import Store
+
+DEMO = Path(__file__).resolve().parents[1] / "data" / "demo.mp4"
+
+
+@pytest.fixture()
+def server(tmp_path):
+    if not DEMO.exists():
+        pytest.skip("data/demo.mp4 is not there (./scripts/demo.sh makes it)")
+    settings = Settings(db_path=tmp_path / "f.db", upload_dir=tmp_path / "uploads")
+    app = create_app(settings)  # no lifespan: a real store and job manager, the manager's thread not started
+    store = Store(settings.db_path)
+    jobs = JobManager(store, settings.db_path, settings.options, 4, 1, upload_dir=settings.upload_dir)
+    streams = StreamManager(store, str(settings.db_path), settings.options, 2, policy=settings.source_policy)
+    app.state.services = SimpleNamespace(settings=settings, store=store, jobs=jobs, streams=streams,
+                                         metrics=Metrics(jobs, streams), search=None)
+    client = TestClient(app, raise_server_exceptions=False)
+    client.base_url = "http://127.0.0.1"
+    yield client, store, jobs
+    store.close()
+
+
+def _fill(store: Store) -> None:
+    """No page may be added to the database, and the free room in its pages is used up (rows of shrinking size
+    until SQLite itself says full): the next write that needs room gets SQLITE_FULL."""
+    pages = store.db.execute("PRAGMA page_count").fetchone()[0]
+    store.db.execute(f"PRAGMA max_page_count={pages}")
+    for size in (400, 50, 1):
+        for _ in range(100_000):
+            try:
+                store.create_job("upload", "x" * size)
+            except sqlite3.OperationalError as exc:
+                assert "full" in str(exc)
+                break
+
+
+def _free(store: Store) -> None:
+    store.db.execute("PRAGMA max_page_count=1073741823")
+
+
+def _upload(client):
+    return client.post("/v1/analyze", files={"file": ("demo.mp4", DEMO.read_bytes(), "video/mp4")})
+
+
+def test_full_database_is_507_degraded_and_recovers(server):
+    client, store, jobs = server
+    # a few jobs first so that the table's pages are full, then no new page
+    for _ in range(3):
+        assert _upload(client).status_code == 202
+    _fill(store)
+    r = _upload(client)
+    assert r.status_code == 507, r.text
+    assert "full" in r.json()["detail"]
+    health = client.get("/healthz").json()
+    assert health["status"] == "degraded" and "full" in health["reason"]
+
+    _free(store)
+    r = _upload(client)
+    assert r.status_code == 202, r.text
+    assert client.get("/healthz").json() == {**health, "status": "ok", "reason": None,
+                                             "jobs_queued": len(jobs.pending)}
+
+
+def test_a_result_that_cannot_be_saved_fails_the_job_and_later_jobs_finish(server):
+    client, store, jobs = server
+    first = _upload(client).json()["job_id"]
+    second = _upload(client).json()["job_id"]
+    pending = {job.job_id: job for job in jobs.pending}
+    result = {"source": "demo.mp4", "events": [{"label": "Speech " * 50, "modality": "audio", "start": i,
+                                                "end": i + 1, "confidence": 0.9} for i in range(500)]}
+    _fill(store)
+    jobs._record(pending[first], result, None)  # what the manager's thread does with a finished task
+    assert "full" in jobs.unsaved[first]  # not even "failed" fits now; it is written once there is room
+    assert client.get("/healthz").json()["status"] == "degraded"
+
+    _free(store)
+    jobs._record(pending[second], result, None)
+    job = client.get(f"/v1/jobs/{first}").json()
+    assert job["status"] == "failed" and "could not save the result: database or disk is full" in job["error"]
+    assert client.get(f"/v1/jobs/{second}").json()["status"] == "done"
+    assert client.get("/healthz").json()["status"] == "ok"
