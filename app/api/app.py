@@ -10,11 +10,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from app.api import access_log, guards
 from app.api.context import Services
 from app.api.guards import BodyLimits
+from app.api.hosts import JSONTrustedHost
 from app.api.metrics import Metrics
 from app.api.routers import jobs, search, streams, system
 from app.services.disk import no_space_reason
@@ -96,7 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimits, max_bytes=settings.max_json_bytes, timeout_s=settings.body_timeout_s,
                        api_key=settings.api_key, upload_paths=("/v1/analyze",))
     if settings.trusted_hosts:
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.trusted_hosts))
+        app.add_middleware(JSONTrustedHost, allowed_hosts=list(settings.trusted_hosts))
 
     for module in (system, jobs, streams, search):
         app.include_router(module.router)
