@@ -97,3 +97,13 @@ def test_a_result_that_cannot_be_saved_fails_the_job_and_later_jobs_finish(serve
     assert job["status"] == "failed" and "could not save the result: database or disk is full" in job["error"]
     assert client.get(f"/v1/jobs/{second}").json()["status"] == "done"
     assert client.get("/healthz").json()["status"] == "ok"
+
+
+def test_uploads_are_owner_only(server):
+    """Uploaded clips are 0600 in 0700 folders (they were 0644 under the umask)."""
+    client, _, jobs = server
+    client.app.state.services.settings.upload_dir.mkdir(mode=0o755)  # as an older server left it
+    job_id = _upload(client).json()["job_id"]
+    path = next(job.path for job in jobs.pending if job.job_id == job_id)
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700

@@ -22,6 +22,7 @@ from app.services.jobs import JobManager, NoSpace
 from app.services.search import SearchService, TextMatcher
 from app.services.settings import Settings
 from app.services.streams import StreamManager
+from app.services.uploads import private_dir
 from pipelines.sinks.store import Store
 from pipelines.spine.reaper import start_reaper
 
@@ -33,7 +34,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         store = Store(settings.db_path)
-        settings.upload_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(settings.upload_dir)
         job_manager = JobManager(store, settings.db_path, settings.options, settings.max_queue, settings.parallel,
                                  settings.keep_uploads, settings.grounder_checkpoint, settings.upload_dir)
         stream_manager = StreamManager(store, str(settings.db_path), settings.stream_options or settings.options,

@@ -37,6 +37,13 @@ def safe_filename(name: str | None) -> str:
     return base[:120] or "upload"
 
 
+def private_dir(path: Path) -> Path:
+    """`path` (and missing parents) created owner-only, 0700: uploaded clips are the users' own footage."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+    return path
+
+
 def save_upload(folder: Path, name: str, data: bytes) -> Path:
     """Keep an uploaded file under `folder`, content-addressed, so it can be played back later."""
     digest = hashlib.sha256(data).hexdigest()[:16]
