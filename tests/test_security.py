@@ -243,6 +243,17 @@ def test_trusted_hosts_and_allow_header(app_client):
     assert r.status_code == 405 and "DELETE" in r.headers["allow"]
 
 
+def test_head_works_wherever_get_does(app_client):
+    client, _ = app_client()
+    for path in ("/healthz", "/metrics", "/openapi.json"):
+        get, head = client.get(path), client.head(path)
+        assert head.status_code == get.status_code == 200, path
+        assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
+    assert client.head("/v1/streams/abc").status_code == client.get("/v1/streams/abc").status_code == 404
+    assert client.head("/healthz", headers={"X-API-Key": "wrong"}).status_code == 200
+    assert client.head("/v1/streams/abc", headers={"X-API-Key": "wrong"}).status_code == 401
+
+
 
 def _upload_request(messages: list[dict | None]):
     import asyncio

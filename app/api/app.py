@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from app.api import access_log, guards
 from app.api.context import Services
 from app.api.guards import BodyLimits
+from app.api.head import HeadAsGet
 from app.api.hosts import JSONTrustedHost
 from app.api.metrics import Metrics
 from app.api.routers import jobs, search, streams, system
@@ -98,6 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        api_key=settings.api_key, upload_paths=("/v1/analyze",))
     if settings.trusted_hosts:
         app.add_middleware(JSONTrustedHost, allowed_hosts=list(settings.trusted_hosts))
+    app.add_middleware(HeadAsGet)  # outermost: HEAD passes every check a GET does
 
     for module in (system, jobs, streams, search):
         app.include_router(module.router)
