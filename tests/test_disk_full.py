@@ -107,3 +107,21 @@ def test_uploads_are_owner_only(server):
     path = next(job.path for job in jobs.pending if job.job_id == job_id)
     assert path.stat().st_mode & 0o777 == 0o600
     assert path.parent.stat().st_mode & 0o777 == 0o700
+
+
+def test_an_upload_with_no_decodable_frame_is_refused_at_once(server, tmp_path):
+    """An MP4 that holds its moov but no media data probes fine but decodes nothing: 422 with the reason, as the
+    CLI's preflight refuses it (exit 2), not 202 and a failed job later."""
+    import subprocess
+
+    clip = tmp_path / "a.mp4"
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=10", "-t", "2",
+                    "-movflags", "+faststart", "-pix_fmt", "yuv420p", str(clip)], check=True, timeout=60)
+    data = clip.read_bytes()
+    moov_only = data[:data.find(b"mdat") + 8]
+    client, _, jobs = server
+    r = client.post("/v1/analyze", files={"file": ("moov.mp4", moov_only, "video/mp4")})
+    assert r.status_code == 422 and "no decodable audio or video" in r.json()["detail"], r.text
+    assert not jobs.pending
+    r = client.post("/v1/analyze", files={"file": ("a.mp4", data, "video/mp4")})
+    assert r.status_code == 202, r.text

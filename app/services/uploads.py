@@ -10,6 +10,7 @@ from pathlib import Path
 
 from models.errors import BadInput
 from pipelines.media.decode import MediaDecoder, StreamInfo
+from pipelines.media.preflight import probe
 from pipelines.media.sources import open_container, parse_source
 
 
@@ -60,9 +61,11 @@ STILL_IMAGE_FORMATS = ("image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe
 
 
 def media_info(path: Path) -> StreamInfo:
-    """Probe the file like `pipelines.spine.pipeline.probe` (BadInput with the reason if it does not decode), refuse
-    still images, and return its streams and duration."""
+    """Decode the file's first frames with the CLI's preflight (`pipelines.media.preflight.probe`: BadInput with
+    the reason if nothing decodes, e.g. an MP4 with its moov but no media data), refuse still images, and return
+    its streams and duration."""
     spec = parse_source(str(path))
+    probe(spec)
     container = open_container(spec)
     try:
         fmt = container.format.name or ""
