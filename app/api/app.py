@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import threading
 import time
@@ -45,8 +46,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         job_manager.on_finish = lambda status, seconds: metrics.job_seconds.observe(seconds)
         app.state.services = Services(settings, store, job_manager, stream_manager,
                                       SearchService(store, job_manager.grounder), metrics)
+        on_term = signal.getsignal(signal.SIGTERM)  # uvicorn's graceful shutdown
         job_manager.start()
         stream_manager.resume()  # persistent streams that ran when the last server stopped
+        if threading.current_thread() is threading.main_thread() and on_term is not None:
+            signal.signal(signal.SIGTERM, on_term)  # ray.init put its sys.exit(15) there: SIGTERM is a clean stop
         if not os.environ.get("RAY_ADDRESS"):  # a local cluster ends with this server, even after kill -9
             start_reaper()
         # Load the search encoder now rather than on the first query (seconds on a small machine).
