@@ -125,3 +125,36 @@ def test_an_upload_with_no_decodable_frame_is_refused_at_once(server, tmp_path):
     assert not jobs.pending
     r = client.post("/v1/analyze", files={"file": ("a.mp4", data, "video/mp4")})
     assert r.status_code == 202, r.text
+
+
+@pytest.fixture()
+def tiny_upload_dir(tmp_path):
+    """A 1 MiB tmpfs for the upload folder (needs root and mount permission; skipped otherwise)."""
+    import subprocess
+
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_a_full_upload_disk_is_507_and_recovers(server, tiny_upload_dir):
+    """ENOSPC while the upload is written (a real 1 MiB filesystem, a 1.3 MB clip): 507, degraded, no leftovers;
+    with room again (a small clip) the next upload is 202 and /healthz ok."""
+    import subprocess
+
+    client, _, jobs = server
+    client.app.state.services.settings.upload_dir = tiny_upload_dir
+    r = _upload(client)
+    assert r.status_code == 507 and "ENOSPC" in r.json()["detail"], r.text
+    assert client.get("/healthz").json()["status"] == "degraded"
+    assert not any(tiny_upload_dir.iterdir())
+    small = tiny_upload_dir.parent / "small.mp4"
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=10", "-t", "2",
+                    "-pix_fmt", "yuv420p", str(small)], check=True, timeout=60)
+    r = client.post("/v1/analyze", files={"file": ("small.mp4", small.read_bytes(), "video/mp4")})
+    assert r.status_code == 202, r.text
+    assert client.get("/healthz").json()["status"] == "ok"
