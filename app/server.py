@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from app.services.flags import OneLineParser, number, port
@@ -95,6 +96,9 @@ def serve_main(argv: list[str]) -> int:
 
     from app.api import create_app
 
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal to the handler that was there before
+    # it: make that one a no-op, so a service manager's stop is exit 0 (it was death by signal 15)
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
                 timeout_graceful_shutdown=10)
     return EXIT_OK

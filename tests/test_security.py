@@ -234,12 +234,24 @@ def test_large_json_is_413_and_long_ids_are_not_echoed(app_client):
 
 def test_trusted_hosts_and_allow_header(app_client):
     client, _ = app_client(trusted_hosts=("127.0.0.1", "localhost"))
-    assert client.get("/healthz", headers={"Host": "attacker.example"}).status_code == 400
+    r = client.get("/healthz", headers={"Host": "attacker.example"})
+    assert r.status_code == 400 and r.json() == {"detail": "invalid Host header"}
     assert client.get("/metrics", headers={"Host": "localhost:8000"}).status_code == 200
     r = client.options("/v1/streams/abc")
     assert r.status_code == 204 and {"GET", "DELETE"} <= set(r.headers["allow"].replace(" ", "").split(","))
     r = client.put("/v1/streams/abc")
     assert r.status_code == 405 and "DELETE" in r.headers["allow"]
+
+
+def test_head_works_wherever_get_does(app_client):
+    client, _ = app_client()
+    for path in ("/healthz", "/metrics", "/openapi.json"):
+        get, head = client.get(path), client.head(path)
+        assert head.status_code == get.status_code == 200, path
+        assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
+    assert client.head("/v1/streams/abc").status_code == client.get("/v1/streams/abc").status_code == 404
+    assert client.head("/healthz", headers={"X-API-Key": "wrong"}).status_code == 200
+    assert client.head("/v1/streams/abc", headers={"X-API-Key": "wrong"}).status_code == 401
 
 
 

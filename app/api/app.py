@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import os
+import signal
+import sqlite3
 import threading
 import time
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
-from starlette.middleware.trustedhost import TrustedHostMiddleware
+from fastapi.responses import JSONResponse
 
 from app.api import access_log, guards
 from app.api.context import Services
 from app.api.guards import BodyLimits
+from app.api.head import HeadAsGet
+from app.api.hosts import JSONTrustedHost
 from app.api.metrics import Metrics
 from app.api.routers import jobs, search, streams, system
-from app.services.jobs import JobManager
+from app.services.disk import no_space_reason
+from app.services.jobs import JobManager, NoSpace
 from app.services.search import SearchService, TextMatcher
 from app.services.settings import Settings
 from app.services.streams import StreamManager
+from app.services.uploads import private_dir
 from pipelines.sinks.store import Store
 from pipelines.spine.reaper import start_reaper
 
@@ -30,7 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         store = Store(settings.db_path)
-        settings.upload_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(settings.upload_dir)
         job_manager = JobManager(store, settings.db_path, settings.options, settings.max_queue, settings.parallel,
                                  settings.keep_uploads, settings.grounder_checkpoint, settings.upload_dir)
         stream_manager = StreamManager(store, str(settings.db_path), settings.stream_options or settings.options,
@@ -40,8 +46,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         job_manager.on_finish = lambda status, seconds: metrics.job_seconds.observe(seconds)
         app.state.services = Services(settings, store, job_manager, stream_manager,
                                       SearchService(store, job_manager.grounder), metrics)
+        on_term = signal.getsignal(signal.SIGTERM)  # uvicorn's graceful shutdown
         job_manager.start()
         stream_manager.resume()  # persistent streams that ran when the last server stopped
+        if threading.current_thread() is threading.main_thread() and on_term is not None:
+            signal.signal(signal.SIGTERM, on_term)  # ray.init put its sys.exit(15) there: SIGTERM is a clean stop
         if not os.environ.get("RAY_ADDRESS"):  # a local cluster ends with this server, even after kill -9
             start_reaper()
         # Load the search encoder now rather than on the first query (seconds on a small machine).
@@ -77,11 +86,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         record(response.status_code)
         return response
 
+    async def no_space(request: Request, exc: Exception) -> JSONResponse:
+        """A full disk or database is 507 with the reason (and /healthz says degraded), never a bare 500."""
+        reason = str(exc) if isinstance(exc, NoSpace) else no_space_reason(exc)
+        if reason is None:
+            return JSONResponse({"detail": "internal error"}, status_code=500)
+        disk = getattr(getattr(request.app.state.services, "jobs", None), "disk", None)
+        if disk is not None and not isinstance(exc, NoSpace):
+            disk.failed(reason)
+        return JSONResponse({"detail": reason}, status_code=507)
+
+    for kind in (NoSpace, sqlite3.OperationalError, OSError):
+        app.add_exception_handler(kind, no_space)
     guards.install(app)
     app.add_middleware(BodyLimits, max_bytes=settings.max_json_bytes, timeout_s=settings.body_timeout_s,
                        api_key=settings.api_key, upload_paths=("/v1/analyze",))
     if settings.trusted_hosts:
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.trusted_hosts))
+        app.add_middleware(JSONTrustedHost, allowed_hosts=list(settings.trusted_hosts))
+    app.add_middleware(HeadAsGet)  # outermost: HEAD passes every check a GET does
 
     for module in (system, jobs, streams, search):
         app.include_router(module.router)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
-from app.services.uploads import Upload, UploadRejected, safe_filename
+from app.services.uploads import Upload, UploadRejected, private_dir, safe_filename
 
 log = logging.getLogger("foresight.api")
 FIELD_LIMIT = 64 * 1024  # bytes of all non-file fields together (queries)
@@ -65,10 +66,10 @@ class _FormReader:
                 raise UploadRejected(400, f"only one '{self.file_field}' part is accepted")
             filename = safe_filename(params[b"filename"].decode("utf-8", "replace"))
             ctype = parse_options_header(self._headers.get("content-type", "application/octet-stream"))[0]
-            self.dest_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.dest_dir)
             path = self.dest_dir / filename
             self.upload = Upload(path, filename, ctype.decode("latin-1").lower(), 0)
-            self._fh = open(path, "wb")
+            self._fh = os.fdopen(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb")
 
     def _data(self, data: bytes, start: int, end: int) -> None:
         if self._fh is not None:

@@ -190,7 +190,8 @@ class SearchResponse(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"]
+    status: Literal["ok", "degraded"]
+    reason: str | None = Field(None, description="why the server is degraded (e.g. the disk is full)")
     jobs_queued: int
     jobs_running: int
     streams: int

@@ -8,6 +8,7 @@ indexed read in the server and never waits on Ray. The server process only saves
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import threading
 import time
@@ -16,10 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from app.services.disk import DiskHealth, no_space_reason
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, GroundingConfig, analyze_inline
 from pipelines.sinks.store import Store
 
+log = logging.getLogger(__name__)
 JOB_META = ".job.json"
 JOB_TASK_OPTIONS = dict(num_cpus=1, max_retries=1)  # one analysis a logical CPU; a crashed worker retries once
 
@@ -44,6 +47,10 @@ def _finished(job: dict | None) -> bool:
 
 class QueueFull(Exception):
     """The job queue holds `max_queue` jobs already."""
+
+
+class NoSpace(Exception):
+    """A write failed because the disk or the database is full (the API answers 507)."""
 
 
 @dataclass
@@ -166,6 +173,8 @@ class JobManager:
         self._thread: threading.Thread | None = None
         self._task = None
         self.on_finish: Callable[[str, float], None] | None = None  # (status, seconds from submit), for metrics
+        self.disk = DiskHealth()  # the last disk/database-full failure, for /healthz
+        self.unsaved: dict[str, str] = {}  # job id -> why it failed, not yet written (the database was full)
         self._recover()
 
     def _recover(self) -> None:
@@ -209,32 +218,55 @@ class JobManager:
         with self._cond:
             if len(self.pending) + len(self.running) >= self.max_queue:
                 raise QueueFull(f"job queue is full ({self.max_queue} jobs); retry later")
-            self.store.create_job("upload", name, job_id=job_id)
-            # what a restarted server needs to run the job again (the clip itself is next to it)
-            (path.parent / JOB_META).write_text(json.dumps({"name": name, "queries": list(queries)}))
+            try:
+                self.store.create_job("upload", name, job_id=job_id)
+                # what a restarted server needs to run the job again (the clip itself is next to it)
+                (path.parent / JOB_META).write_text(json.dumps({"name": name, "queries": list(queries)}))
+            except Exception as exc:
+                reason = no_space_reason(exc)
+                if reason is None:
+                    raise
+                self.disk.failed(reason)
+                raise NoSpace(f"cannot accept uploads now: {reason}") from None
+            self.disk.ok()
             self.pending.append(PendingJob(job_id, path, name, list(queries), time.perf_counter()))
             self._cond.notify_all()
         return job_id
 
     def _loop(self) -> None:
+        """Runs until `close`; an error in one round is logged (a full disk also marks the server degraded) and
+        the next round goes on, so the thread never dies."""
+        while not self._stop.is_set():
+            try:
+                self._round()
+            except Exception as exc:
+                reason = no_space_reason(exc)
+                if reason is not None:
+                    self.disk.failed(reason)
+                log.exception("job manager: a round failed; carrying on")
+                time.sleep(0.5)
+
+    def _round(self) -> None:
+        """Start queued jobs up to `parallel`, then record the ones that finished."""
         import ray
 
-        while not self._stop.is_set():
+        if self.unsaved:
+            self._save_failures()
+        with self._cond:
+            while self.pending and len(self.running) < self.parallel:
+                job = self.pending.popleft()
+                ref = self._task.remote(str(job.path), job.name, job.queries, self.options, self.db_path,
+                                        job.job_id, self.grounder)
+                self.running[ref] = job
+            if not self.running:
+                self._cond.wait(0.5)
+                return
+            refs = list(self.running)
+        ready, _ = ray.wait(refs, num_returns=1, timeout=0.2)
+        for ref in ready:
             with self._cond:
-                while self.pending and len(self.running) < self.parallel:
-                    job = self.pending.popleft()
-                    ref = self._task.remote(str(job.path), job.name, job.queries, self.options, self.db_path,
-                                            job.job_id, self.grounder)
-                    self.running[ref] = job
-                if not self.running:
-                    self._cond.wait(0.5)
-                    continue
-                refs = list(self.running)
-            ready, _ = ray.wait(refs, num_returns=1, timeout=0.2)
-            for ref in ready:
-                with self._cond:
-                    job = self.running.pop(ref)
-                self._finish(job, ref)
+                job = self.running.pop(ref)
+            self._finish(job, ref)
 
     def _finish(self, job: PendingJob, ref) -> None:
         import ray
@@ -243,7 +275,23 @@ class JobManager:
             result, error = ray.get(ref)
         except ray.exceptions.RayError as exc:
             result, error = None, f"worker failed: {type(exc).__name__}"
-        record_outcome(self.store, job.job_id, result, error)
+        self._record(job, result, error)
+
+    def _record(self, job: PendingJob, result: dict | None, error: str | None) -> None:
+        """Save what a job returned; a full disk or database fails the job with the reason and marks the server
+        degraded, a successful write clears that."""
+        try:
+            record_outcome(self.store, job.job_id, result, error)
+            self.disk.ok()
+        except Exception as exc:
+            reason = no_space_reason(exc)
+            if reason is None:
+                raise
+            self.disk.failed(reason)
+            self.unsaved[job.job_id] = f"could not save the result: {reason}"
+            log.warning("job %s failed: %s", job.job_id, reason)
+            result = None
+        self._save_failures()
         self.finished["done" if result is not None else "failed"] += 1
         seconds = time.perf_counter() - job.submitted
         self.durations.append(seconds)
@@ -251,6 +299,17 @@ class JobManager:
             self.on_finish("done" if result is not None else "failed", seconds)
         if not self.keep_uploads:
             shutil.rmtree(job.path.parent, ignore_errors=True)
+
+    def _save_failures(self) -> None:
+        """Mark failed the jobs whose failure could not be written while the database was full."""
+        for job_id, error in list(self.unsaved.items()):
+            try:
+                self.store.update_job(job_id, status="failed", error=error)
+            except Exception as exc:
+                if no_space_reason(exc) is None:
+                    raise
+                return
+            self.unsaved.pop(job_id, None)
 
     def close(self) -> None:
         self._stop.set()

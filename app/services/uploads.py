@@ -10,6 +10,7 @@ from pathlib import Path
 
 from models.errors import BadInput
 from pipelines.media.decode import MediaDecoder, StreamInfo
+from pipelines.media.preflight import probe
 from pipelines.media.sources import open_container, parse_source
 
 
@@ -37,6 +38,13 @@ def safe_filename(name: str | None) -> str:
     return base[:120] or "upload"
 
 
+def private_dir(path: Path) -> Path:
+    """`path` (and missing parents) created owner-only, 0700: uploaded clips are the users' own footage."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+    return path
+
+
 def save_upload(folder: Path, name: str, data: bytes) -> Path:
     """Keep an uploaded file under `folder`, content-addressed, so it can be played back later."""
     digest = hashlib.sha256(data).hexdigest()[:16]
@@ -53,9 +61,11 @@ STILL_IMAGE_FORMATS = ("image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe
 
 
 def media_info(path: Path) -> StreamInfo:
-    """Probe the file like `pipelines.spine.pipeline.probe` (BadInput with the reason if it does not decode), refuse
-    still images, and return its streams and duration."""
+    """Decode the file's first frames with the CLI's preflight (`pipelines.media.preflight.probe`: BadInput with
+    the reason if nothing decodes, e.g. an MP4 with its moov but no media data), refuse still images, and return
+    its streams and duration."""
     spec = parse_source(str(path))
+    probe(spec)
     container = open_container(spec)
     try:
         fmt = container.format.name or ""

@@ -99,9 +99,15 @@ class Store:
             try:
                 out = fn(self.db)
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:  # SQLite has rolled back itself on SQLITE_FULL: keep that error
+                    self.db.execute("ROLLBACK")
                 raise
-            self.db.execute("COMMIT")
+            try:
+                self.db.execute("COMMIT")
+            except BaseException:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
             return out
 
     # -- sources and jobs --------------------------------------------------------------------------------

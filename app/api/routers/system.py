@@ -15,7 +15,9 @@ router = APIRouter(tags=["system"])
 @router.get("/healthz", response_model=Health)
 def healthz(svc: Services = Depends(services)) -> Health:
     pending, running = svc.jobs.depth()
-    return Health(status="ok", jobs_queued=pending, jobs_running=running,
+    disk = getattr(svc.jobs, "disk", None)
+    reason = disk.reason if disk is not None else None
+    return Health(status="degraded" if reason else "ok", reason=reason, jobs_queued=pending, jobs_running=running,
                   streams=sum(not s.terminal for s in svc.streams.list()))
 
 
