@@ -16,7 +16,7 @@ class VisualStage:
         from models.encoders.visual import VisualAnalyzer, VisualConfig
 
         self.config = config
-        visual = VisualConfig(yolo_size=config.yolo_size, prompt=config.visual_prompt)
+        visual = VisualConfig(detector=config.detector, yolo_size=config.yolo_size, prompt=config.visual_prompt)
         self.analyzer = VisualAnalyzer(visual) if config.visual else None
 
     def reset(self) -> None:
