@@ -10,7 +10,7 @@ from models.encoders.detector import BatchedDetector
 from models.errors import BadInput
 
 DETECTOR_NAMES: tuple[str, ...] = ("yolov3-tiny", "ssd-mobilenetv2")
-DEFAULT_DETECTOR = "yolov3-tiny"
+DEFAULT_DETECTOR = "ssd-mobilenetv2"  # chosen on the labelled set's val split: docs/perception.md
 
 
 def check_detector(name: str) -> str:

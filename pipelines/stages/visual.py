@@ -7,7 +7,7 @@ from pipelines.stages.config import StageConfig
 
 
 class VisualStage:
-    """What one second shows: objects (YOLOv3-tiny), people and pose, faces, motion, cuts, camera trouble."""
+    """What one second shows: objects (the chosen detector), people and pose, faces, motion, cuts, camera trouble."""
 
     def __init__(self, config: StageConfig):
         import os
