@@ -154,6 +154,11 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-visual", action="store_true", help="skip visual perception (objects, pose, faces, camera)")
     p.add_argument("--no-ocr", action="store_true",
                    help="skip reading text on screen (PP-OCRv4 on changed frames; also off with --no-visual)")
+    from models.encoders.detectors import DEFAULT_DETECTOR, DETECTOR_NAMES
+
+    p.add_argument("--detector", default=DEFAULT_DETECTOR, metavar="NAME",
+                   help=f"object detector: {', '.join(DETECTOR_NAMES)} (default {DEFAULT_DETECTOR}; "
+                        "docs/perception.md compares them)")
     p.add_argument("--events", choices=["auto", "union", "prefm", "tags"], default="auto",
                    help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO "
                         "tag events for the rest), prefm (PreFM only), tags (taggers only); auto: union when a "
@@ -195,6 +200,7 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
 def analysis_options(args) -> AnalyzeOptions:
     """The analysis options from parsed flags (`foresight analyze`, `batch`, `serve`: absent flags keep their
     defaults), checked here once; BadInput names the flag at fault."""
+    from models.encoders.detectors import DEFAULT_DETECTOR, check_detector
     from pipelines import AnalyzeOptions, GroundingConfig, StageConfig, WebhookConfig
 
     def flag(name: str, default=None):
@@ -202,6 +208,10 @@ def analysis_options(args) -> AnalyzeOptions:
 
     if not 0 < args.fps <= 30:  # also refuses nan
         raise BadInput("--fps must be a number in (0, 30]")
+    try:
+        check_detector(flag("detector", DEFAULT_DETECTOR))
+    except BadInput as exc:
+        raise BadInput(f"--detector: {exc}") from None
     language = flag("language", "en")
     _check_language(language)
     threshold = flag("safety_threshold")
@@ -217,6 +227,7 @@ def analysis_options(args) -> AnalyzeOptions:
         raise BadInput(f"--safety-escalation {escalation}: say 'robust' or give a policy JSON file")
     stages = StageConfig(asr=not flag("no_asr", False), asr_model=flag("asr_model"), tags=not flag("no_tags", False),
                          visual=not flag("no_visual", False), ocr=not flag("no_ocr", False), events_model=flag("events", "auto"),
+                         detector=flag("detector", DEFAULT_DETECTOR),
                          prefm_checkpoint=flag("prefm_model"), asr_language=None if language == "auto" else language,
                          safety=not flag("no_safety", False), safety_threshold=flag("safety_threshold"),
                          judge_url=flag("judge_url"), camera=flag("camera", "camera"), visual_prompt=prompt,

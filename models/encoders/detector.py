@@ -17,20 +17,19 @@ from models.errors import BadInput
 MEMO_SIZE = 64  # batched detections waiting for their call
 
 
-class ObjectDetector:
-    """YOLOv3-tiny on one RGB frame; boxes in pixels of that frame."""
+def coco_labels() -> list[str]:
+    """The 80 COCO class names every detector reports (coco.names' spelling)."""
+    return [n.strip() for n in yolo_files()[2].read_text().splitlines() if n.strip()]
 
-    def __init__(self, size: int = 416, conf: float = 0.25, nms: float = 0.45):
-        import cv2
 
-        cv2.setNumThreads(1)
-        cfg, weights, names = yolo_files()
-        if not hasattr(cv2.dnn, "readNetFromDarknet"):
-            raise BadInput("OpenCV >= 5 dropped the Darknet reader: pip install opencv-python-headless==4.14.0.94")
-        self.net = cv2.dnn.readNetFromDarknet(str(cfg), str(weights))
-        self.outputs = self.net.getUnconnectedOutLayersNames()
-        self.labels = [n.strip() for n in names.read_text().splitlines() if n.strip()]
-        self.size, self.conf, self.nms = size, conf, nms
+class BatchedDetector:
+    """What every detector shares: the per-frame memo of cross-stream batches (`remember` then `detect`).
+    A subclass sets `labels` and implements `detect_many`."""
+
+    name = "detector"
+    labels: list[str]
+
+    def __init__(self) -> None:
         self._memo: dict[int, tuple[np.ndarray, list[dict]]] = {}  # id(frame) -> (frame, its detections)
         self._lock = threading.Lock()
         self.served_from_batch = 0  # frames whose detections came from a cross-stream batch
@@ -45,6 +44,38 @@ class ObjectDetector:
             return hit[1]
         return self.detect_many([rgb])[0]
 
+    def detect_many(self, frames: list[np.ndarray]) -> list[list[dict]]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def remember(self, frames: list[np.ndarray]) -> None:
+        """Detect in all `frames` at once and keep each result for that very frame's `detect` call (a stage host
+        batching the streams' key frames; results are identical to one frame at a time)."""
+        results = self.detect_many(frames)
+        with self._lock:
+            for frame, result in zip(frames, results, strict=True):
+                self._memo[id(frame)] = (frame, result)
+            while len(self._memo) > MEMO_SIZE:  # calls that never came (a stream closed meanwhile)
+                self._memo.pop(next(iter(self._memo)))
+
+
+class ObjectDetector(BatchedDetector):
+    """YOLOv3-tiny on one RGB frame; boxes in pixels of that frame."""
+
+    name = "yolov3-tiny"
+
+    def __init__(self, size: int = 416, conf: float = 0.25, nms: float = 0.45):
+        import cv2
+
+        super().__init__()
+        cv2.setNumThreads(1)
+        cfg, weights, _ = yolo_files()
+        if not hasattr(cv2.dnn, "readNetFromDarknet"):
+            raise BadInput("OpenCV >= 5 dropped the Darknet reader: pip install opencv-python-headless==4.14.0.94")
+        self.net = cv2.dnn.readNetFromDarknet(str(cfg), str(weights))
+        self.outputs = self.net.getUnconnectedOutLayersNames()
+        self.labels = coco_labels()
+        self.size, self.conf, self.nms = size, conf, nms
+
     def detect_many(self, frames: list[np.ndarray]) -> list[list[dict]]:
         """Detections in each frame, from one forward pass over all of them (frames of any sizes)."""
         import cv2
@@ -56,16 +87,6 @@ class ObjectDetector:
             outs = [o[None] if o.ndim == 2 else o for o in outs]
         return [self._boxes(np.concatenate([o[i].reshape(-1, o.shape[-1]) for o in outs]), *f.shape[:2])
                 for i, f in enumerate(frames)]
-
-    def remember(self, frames: list[np.ndarray]) -> None:
-        """Detect in all `frames` at once and keep each result for that very frame's `detect` call (a stage host
-        batching the streams' key frames; results are identical to one frame at a time)."""
-        results = self.detect_many(frames)
-        with self._lock:
-            for frame, result in zip(frames, results, strict=True):
-                self._memo[id(frame)] = (frame, result)
-            while len(self._memo) > MEMO_SIZE:  # calls that never came (a stream closed meanwhile)
-                self._memo.pop(next(iter(self._memo)))
 
     def _boxes(self, rows: np.ndarray, h: int, w: int) -> list[dict]:
         """Darknet region rows of one frame -> its detections after per-class NMS, in that frame's pixels."""

@@ -28,6 +28,7 @@ import numpy as np
 from models.encoders import people
 from models.encoders.base import public_fields
 from models.encoders.detector import ObjectDetector
+from models.encoders.detectors import DEFAULT_DETECTOR, check_detector, make_detector
 from models.encoders.weights import mediapipe_task
 from models.native_logs import QuietFirstCall, quiet_native_logs
 
@@ -45,6 +46,7 @@ VISUAL_DIM = 2 * NUM_COCO + POSE_DIMS + 1 + 2 + CAMERA_DIMS + 3 * COLOR_BINS + T
 
 @dataclass
 class VisualConfig:
+    detector: str = DEFAULT_DETECTOR  # a name of models/encoders/detectors.py:DETECTOR_NAMES
     yolo_size: int = 416  # network input side; 320 is ~40% cheaper and misses more small objects
     yolo_conf: float = 0.25
     yolo_nms: float = 0.45
@@ -282,8 +284,11 @@ class VisualAnalyzer:
 
         self.config = c = config or VisualConfig()
         # YOLO and faces (IMAGE mode) are stateless, one per process; pose (VIDEO mode) tracks: one per stream.
-        self.detector = shared(("yolo", c.yolo_size, c.yolo_conf, c.yolo_nms),
-                               lambda: ObjectDetector(c.yolo_size, c.yolo_conf, c.yolo_nms))
+        if check_detector(c.detector) == "yolov3-tiny":  # YOLO keeps its size/threshold knobs; the others their own defaults
+            self.detector = shared(("detector", c.detector, c.yolo_size, c.yolo_conf, c.yolo_nms),
+                                   lambda: ObjectDetector(c.yolo_size, c.yolo_conf, c.yolo_nms))
+        else:
+            self.detector = shared(("detector", c.detector), lambda: make_detector(c.detector))
         self.labels = self.detector.labels
         self.pose = PoseTracker(c.num_poses) if c.pose else None
         self._pose_thread = ThreadPoolExecutor(1, thread_name_prefix="pose") if c.pose else None

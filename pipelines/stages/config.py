@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from models.encoders.detectors import DEFAULT_DETECTOR
+
 
 def limit_threads(n: int = 1) -> None:
     """One intra-op thread per actor: PyTorch collapses when two threads fight over two busy cores."""
@@ -42,6 +44,7 @@ class StageConfig:
     asr_post_roll_s: float = 0.3  # and after its end
     max_span_s: float = 20.0
     visual: bool = True
+    detector: str = DEFAULT_DETECTOR  # models/encoders/detectors.py:DETECTOR_NAMES (--detector, TOML [analysis])
     yolo_size: int = 416
     visual_min_score: float = 0.4
     visual_prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp)

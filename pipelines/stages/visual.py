@@ -7,7 +7,7 @@ from pipelines.stages.config import StageConfig
 
 
 class VisualStage:
-    """What one second shows: objects (YOLOv3-tiny), people and pose, faces, motion, cuts, camera trouble."""
+    """What one second shows: objects (the chosen detector), people and pose, faces, motion, cuts, camera trouble."""
 
     def __init__(self, config: StageConfig):
         import os
@@ -16,7 +16,7 @@ class VisualStage:
         from models.encoders.visual import VisualAnalyzer, VisualConfig
 
         self.config = config
-        visual = VisualConfig(yolo_size=config.yolo_size, prompt=config.visual_prompt,
+        visual = VisualConfig(detector=config.detector, yolo_size=config.yolo_size, prompt=config.visual_prompt,
                               detect_every_frame=config.track)
         self.analyzer = VisualAnalyzer(visual) if config.visual else None
 
