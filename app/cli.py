@@ -9,6 +9,14 @@ import sys
 from pathlib import Path
 
 from app.services.settings import add_analysis_flags
+from app.validate import (
+    OneLineParser,
+    check_writable_dir,
+    checkpoint_file,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+)
 from models.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput
 
 
@@ -47,8 +55,7 @@ def cmd_analyze(args) -> int:
         out = Path(args.out)
         if out.exists() and out.is_dir():
             raise BadInput(f"--out {out} is a directory")
-        if not out.parent.exists():
-            raise BadInput(f"--out folder {out.parent} does not exist")
+        check_writable_dir(out.parent, "--out")
     # Check the source before the heavy imports, Ray and the models: bad input fails in seconds.
     from pipelines.media.preflight import check_source
     from pipelines.media.sources import parse_source
@@ -78,7 +85,10 @@ def cmd_analyze(args) -> int:
                          stop_event=stop, source_checked=True)
     if args.out:
         from pipelines.sinks.exporters import write_json
-        write_json(Path(args.out), result)
+        try:
+            write_json(Path(args.out), result)
+        except OSError as exc:
+            raise BadInput(f"cannot write --out {args.out} ({exc.strerror or exc})") from None
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     elif not args.quiet:
@@ -167,7 +177,7 @@ def cmd_train_eval(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="foresight", description="Streaming multimodal video analysis.")
+    parser = OneLineParser(prog="foresight", description="Streaming multimodal video analysis.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -178,12 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="find the moments matching TEXT (repeatable); fills `moments`")
     p.add_argument("--watch", action="append", metavar="TEXT",
                    help="standing query: fires a moment live when TEXT matches the recent seconds (repeatable)")
-    p.add_argument("--grounding-model", metavar="PATH", help="grounding checkpoint (default: the shipped embedded one)")
+    p.add_argument("--grounding-model", metavar="PATH", type=checkpoint_file, help="grounding checkpoint (default: the shipped embedded one)")
     p.add_argument("--json", action="store_true", help="print the result JSON instead of the summary")
-    p.add_argument("--duration", type=float, help="stop a live source after this many seconds")
+    p.add_argument("--duration", type=positive_float, help="stop a live source after this many seconds")
     p.add_argument("--rtsp-transport", choices=["tcp", "udp"], default="tcp")
-    p.add_argument("--watchdog", type=float, default=5.0, help="seconds without data before a live source reconnects")
-    p.add_argument("--reconnect-budget", type=float, default=30.0,
+    p.add_argument("--watchdog", type=positive_float, default=5.0, help="seconds without data before a live source reconnects")
+    p.add_argument("--reconnect-budget", type=nonnegative_float, default=30.0,
                    help="give up on a live source that stays down this many seconds (default 30)")
     p.add_argument("--retry", action="store_true",
                    help="a live source that is not up yet (a camera expected late): keep trying to connect, with "
@@ -203,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("batch", help="analyze every media file under a folder, in parallel, resumably")
     p.add_argument("folder")
     p.add_argument("--out", required=True, help="output folder (JSON, WebVTT, results.jsonl, summary.md, foresight.db)")
-    p.add_argument("--parallel", type=int, help="files at once (default: the Ray cluster's CPUs)")
+    p.add_argument("--parallel", type=positive_int, help="files at once (default: the Ray cluster's CPUs)")
     p.add_argument("-q", "--quiet", action="store_true")
     add_analysis_flags(p)
     p.set_defaults(func=cmd_batch)

