@@ -58,10 +58,17 @@ def cmd_analyze(args) -> int:
         check_writable_dir(out.parent, "--out")
     # Check the source before the heavy imports, Ray and the models: bad input fails in seconds.
     from pipelines.media.preflight import check_source
-    from pipelines.media.sources import parse_source
+    from pipelines.media.sources import SourceKind, parse_source
 
     spec = parse_source(args.source, args.rtsp_transport)
     check_source(spec, network=not args.retry)
+    if spec.kind is SourceKind.FILE and not spec.live:  # the same cap as `serve --max-duration`, from the header
+        from app.services.uploads import media_info
+
+        declared = media_info(Path(spec.uri)).duration_s
+        if declared is not None and declared > args.max_duration:
+            raise BadInput(f"{args.source}: the clip declares {declared:.0f} s; the limit is --max-duration "
+                           f"{args.max_duration:g} s")
 
     from app.services.settings import analysis_options
     from app.summary import render_summary
@@ -191,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grounding-model", metavar="PATH", type=checkpoint_file, help="grounding checkpoint (default: the shipped embedded one)")
     p.add_argument("--json", action="store_true", help="print the result JSON instead of the summary")
     p.add_argument("--duration", type=positive_float, help="stop a live source after this many seconds")
+    p.add_argument("--max-duration", type=positive_float, default=3600.0, metavar="SECONDS",
+                   help="refuse a file whose container declares a longer duration (default 3600, as serve)")
     p.add_argument("--rtsp-transport", choices=["tcp", "udp"], default="tcp")
     p.add_argument("--watchdog", type=positive_float, default=5.0, help="seconds without data before a live source reconnects")
     p.add_argument("--reconnect-budget", type=nonnegative_float, default=30.0,

@@ -86,3 +86,9 @@ def test_failed_json_write_leaves_no_tmp(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         exporters.write_json(out, {"events": []})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_analyze_caps_the_declared_duration(demo_clip):
+    """The demo clip's container declares 20 s; a 5-s cap refuses it from the header, before any decoding."""
+    assert_refused(run_cli("analyze", str(demo_clip[0]), "--max-duration", "5", timeout=60), "--max-duration 5")
+    assert_refused(run_cli("analyze", str(demo_clip[0]), "--max-duration", "nan", timeout=60), "--max-duration")
