@@ -8,8 +8,15 @@ import os
 import sys
 from pathlib import Path
 
-from app.services.flags import OneLineParser, number
 from app.services.settings import add_analysis_flags
+from app.validate import (
+    OneLineParser,
+    check_writable_dir,
+    checkpoint_file,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+)
 from models.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput
 
 
@@ -48,14 +55,20 @@ def cmd_analyze(args) -> int:
         out = Path(args.out)
         if out.exists() and out.is_dir():
             raise BadInput(f"--out {out} is a directory")
-        if not out.parent.exists():
-            raise BadInput(f"--out folder {out.parent} does not exist")
+        check_writable_dir(out.parent, "--out")
     # Check the source before the heavy imports, Ray and the models: bad input fails in seconds.
     from pipelines.media.preflight import check_source
-    from pipelines.media.sources import parse_source
+    from pipelines.media.sources import SourceKind, parse_source
 
     spec = parse_source(args.source, args.rtsp_transport)
     check_source(spec, network=not args.retry)
+    if spec.kind is SourceKind.FILE and not spec.live:  # the same cap as `serve --max-duration`, from the header
+        from app.services.uploads import media_info
+
+        declared = media_info(Path(spec.uri)).duration_s
+        if declared is not None and declared > args.max_duration:
+            raise BadInput(f"{args.source}: the clip declares {declared:.0f} s; the limit is --max-duration "
+                           f"{args.max_duration:g} s")
 
     from app.services.settings import analysis_options
     from app.summary import render_summary
@@ -79,7 +92,10 @@ def cmd_analyze(args) -> int:
                          stop_event=stop, source_checked=True)
     if args.out:
         from pipelines.sinks.exporters import write_json
-        write_json(Path(args.out), result)
+        try:
+            write_json(Path(args.out), result)
+        except OSError as exc:
+            raise BadInput(f"cannot write --out {args.out} ({exc.strerror or exc})") from None
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     elif not args.quiet:
@@ -179,12 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="find the moments matching TEXT (repeatable); fills `moments`")
     p.add_argument("--watch", action="append", metavar="TEXT",
                    help="standing query: fires a moment live when TEXT matches the recent seconds (repeatable)")
-    p.add_argument("--grounding-model", metavar="PATH", help="grounding checkpoint (default: the shipped embedded one)")
+    p.add_argument("--grounding-model", metavar="PATH", type=checkpoint_file, help="grounding checkpoint (default: the shipped embedded one)")
     p.add_argument("--json", action="store_true", help="print the result JSON instead of the summary")
-    p.add_argument("--duration", type=number(), help="stop a live source after this many seconds")
+    p.add_argument("--duration", type=positive_float, help="stop a live source after this many seconds")
+    p.add_argument("--max-duration", type=positive_float, default=3600.0, metavar="SECONDS",
+                   help="refuse a file whose container declares a longer duration (default 3600, as serve)")
     p.add_argument("--rtsp-transport", choices=["tcp", "udp"], default="tcp")
-    p.add_argument("--watchdog", type=number(), default=5.0, help="seconds without data before a live source reconnects")
-    p.add_argument("--reconnect-budget", type=number(lo_open=False), default=30.0,
+    p.add_argument("--watchdog", type=positive_float, default=5.0, help="seconds without data before a live source reconnects")
+    p.add_argument("--reconnect-budget", type=nonnegative_float, default=30.0,
                    help="give up on a live source that stays down this many seconds (default 30)")
     p.add_argument("--retry", action="store_true",
                    help="a live source that is not up yet (a camera expected late): keep trying to connect, with "
@@ -204,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("batch", help="analyze every media file under a folder, in parallel, resumably")
     p.add_argument("folder")
     p.add_argument("--out", required=True, help="output folder (JSON, WebVTT, results.jsonl, summary.md, foresight.db)")
-    p.add_argument("--parallel", type=number(1, lo_open=False, integer=True), help="files at once (default: the Ray cluster's CPUs)")
+    p.add_argument("--parallel", type=positive_int, help="files at once (default: the Ray cluster's CPUs)")
     p.add_argument("-q", "--quiet", action="store_true")
     add_analysis_flags(p)
     p.set_defaults(func=cmd_batch)

@@ -3,32 +3,43 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
-from app.services.flags import OneLineParser, number, port
 from app.services.settings import add_analysis_flags, add_recording_flags, parse_args
+from app.validate import (
+    OneLineParser,
+    check_bindable,
+    check_writable_dir,
+    checkpoint_file,
+    host,
+    nonnegative_float,
+    port,
+    positive_float,
+    positive_int,
+)
 from models.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="foresight serve", description="Run the Foresight REST API (OpenAPI at /docs).")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=port, default=8000)
+    p.add_argument("--host", type=host, default="127.0.0.1")
+    p.add_argument("--port", type=port, default=8000, help="TCP port (default 8000; 0: any free port)")
     p.add_argument("--db", default="foresight.db", help="SQLite database (jobs, results, streams; default ./foresight.db)")
     p.add_argument("--uploads", help="folder for uploads in progress (default: uploads/ next to the database)")
     p.add_argument("--api-key", help="require this key on /v1 (visible to other users in `ps`: prefer "
                    "FORESIGHT_API_KEY or --api-key-file)")
     p.add_argument("--api-key-file", metavar="PATH",
                    help="read the API key from this file's first line (or set FORESIGHT_API_KEY_FILE)")
-    p.add_argument("--max-upload-mb", type=number(), default=512.0, help="largest upload accepted (default 512 MB)")
-    p.add_argument("--max-duration", type=number(), default=3600.0, help="longest clip accepted, seconds (default 3600)")
-    p.add_argument("--max-queue", type=number(1, lo_open=False, integer=True), default=32, help="queued + running jobs before 429 (default 32)")
-    p.add_argument("--parallel", type=number(1, lo_open=False, integer=True), help="jobs analysed at once (default: the Ray cluster's CPUs)")
-    p.add_argument("--max-streams", type=number(1, lo_open=False, integer=True), default=8, help="live streams at once (default 8)")
+    p.add_argument("--max-upload-mb", type=positive_float, default=512.0, help="largest upload accepted (default 512 MB)")
+    p.add_argument("--max-duration", type=positive_float, default=3600.0, help="longest clip accepted, seconds (default 3600)")
+    p.add_argument("--max-queue", type=positive_int, default=32, help="queued + running jobs before 429 (default 32)")
+    p.add_argument("--parallel", type=positive_int, help="jobs analysed at once (default: the Ray cluster's CPUs)")
+    p.add_argument("--max-streams", type=positive_int, default=8, help="live streams at once (default 8)")
     p.add_argument("--allow-type", action="append", dest="allowed_types",
                    help="allowed upload content type (repeat; default: common video and audio types)")
-    p.add_argument("--grounder", help="TriSense checkpoint: search also uses the grounding index in --db")
+    p.add_argument("--grounder", type=checkpoint_file, help="TriSense checkpoint: search also uses the grounding index in --db")
     p.add_argument("--source-scheme", action="append", dest="source_schemes", metavar="SCHEME",
                    help="scheme POST /v1/streams may use (repeat; default rtsp, rtsps, http, https)")
     p.add_argument("--source-network", action="append", dest="source_networks", metavar="CIDR",
@@ -44,32 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept only requests with this Host header (repeat; '*.example.org' allowed)")
     p.add_argument("--metrics-need-key", action="store_true", help="/metrics needs the API key too")
     p.add_argument("--log-level", default="warning")
-    p.add_argument("--reconnect-budget", type=float, metavar="SECONDS",
+    p.add_argument("--reconnect-budget", type=nonnegative_float, metavar="SECONDS",
                    help="give up on a live stream that stays down this many seconds (default: never; it is "
                         "retried with capped backoff until it comes back or is stopped)")
-    p.add_argument("--reconnect-max-delay", type=float, default=8.0, metavar="SECONDS",
+    p.add_argument("--reconnect-max-delay", type=positive_float, default=8.0, metavar="SECONDS",
                    help="longest wait between reconnection attempts of a live stream (default 8)")
     add_recording_flags(p)
     add_analysis_flags(p)
     return p
-
-
-def check_listen(host: str, port: int) -> None:
-    """Bind (then release) the address the server will listen on, so a bad host or a taken port is a one-line
-    error before the app, Ray and the models start."""
-    import socket
-
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (socket.gaierror, UnicodeError):
-        raise ValueError(f"--host {host[:80]!r} is not an address or a known host name of this machine") from None
-    family, kind, proto, _, addr = infos[0]
-    with socket.socket(family, kind, proto) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(addr)
-        except OSError as exc:
-            raise ValueError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
 
 
 def make_settings(args: argparse.Namespace):
@@ -84,11 +77,10 @@ def serve_main(argv: list[str]) -> int:
         parser = build_parser()
         args = parse_args(parser, argv, {"serve": (parser, ("analysis", "serve"))})
         settings = make_settings(args)
-        if not settings.db_path.parent.exists():
-            raise ValueError(f"--db folder {settings.db_path.parent} does not exist")
-        if settings.grounder_checkpoint is not None and not settings.grounder_checkpoint.is_file():
-            raise FileNotFoundError(f"--grounder {settings.grounder_checkpoint} is not a file")
-        check_listen(args.host, args.port)
+        check_writable_dir(settings.db_path.parent, "--db")
+        if settings.db_path.exists() and not os.access(settings.db_path, os.R_OK | os.W_OK):
+            raise BadInput(f"--db {settings.db_path} is not writable")
+        check_bindable(args.host, args.port)
     except (ValueError, FileNotFoundError, BadInput) as exc:
         print(f"foresight serve: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

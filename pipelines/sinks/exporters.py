@@ -33,8 +33,12 @@ def write_json(path: Path, result: dict) -> None:
             fh.write(text)
         return
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError:  # a full or read-only disk: no 0-byte or half `.tmp` is left behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def summary_row(name: str, result: dict | None, error: str | None) -> dict:
