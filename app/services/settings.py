@@ -137,8 +137,7 @@ def add_recording_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record-minutes", type=nonnegative_float, default=60.0,
                    help="keep the newest MINUTES of each live stream on disk for playback (default 60; 0: no recording)")
     p.add_argument("--record-gb", type=positive_float, default=2.0,
-                   help="and at most this many GB per stream, and for all finished streams' recordings together "
-                        "(default 2)")
+                   help="and at most this many GB per stream, and for all finished streams' recordings (default 2)")
 
 
 def retention_from(args) -> Retention:
@@ -165,12 +164,10 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     from models.encoders.detectors import DEFAULT_DETECTOR, DETECTOR_NAMES
 
     p.add_argument("--detector", default=DEFAULT_DETECTOR, metavar="NAME",
-                   help=f"object detector: {', '.join(DETECTOR_NAMES)} (default {DEFAULT_DETECTOR}; "
-                        "docs/perception.md compares them)")
+                   help=f"object detector: {', '.join(DETECTOR_NAMES)} (default {DEFAULT_DETECTOR}; docs/perception.md)")
     p.add_argument("--events", choices=["auto", "union", "prefm", "tags"], default="auto",
-                   help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO "
-                        "tag events for the rest), prefm (PreFM only), tags (taggers only); auto: union when a "
-                        "PreFM checkpoint is shipped, else tags")
+                   help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO tag "
+                        "events for the rest), prefm (PreFM only), tags (taggers only); auto: union if PreFM is shipped")
     p.add_argument("--visual-prompt", metavar="NPZ", type=readable_file,
                    help="a camera's fitted visual prompt (foresight train acavp), applied to every frame first")
     p.add_argument("--safety-escalation", metavar="POLICY", type=escalation_policy,
