@@ -82,8 +82,10 @@ def test_a_camera_away_for_40_s_resumes_as_the_same_stream_and_stop_ends_its_pro
             (lost_from, lost_to), = info["health"]["lost_intervals"]
             real = back_at - killed_at
             # the last data came within a fraction of a second of the kill; the reconnect within the 1-s backoff
-            # cap (plus jitter and the RTSP handshake) of the camera coming back
-            assert real - 1.5 <= lost_to - lost_from <= real + 3, (lost_to - lost_from, real)
+            # cap (plus jitter, the RTSP handshake and the pusher's first keyframe) of the camera coming back. The
+            # upper slack is wide: on a loaded 2-core runner the camera's pusher took ~4 s more to send again
+            # (45.3 s for 40.8 s). The defect this guards against reported much less than the outage (12 s -> 4.5 s)
+            assert real - 1.5 <= lost_to - lost_from <= real + 8, (lost_to - lost_from, real)
             assert info["health"]["outage_since"] is None
 
             assert c.delete(f"/v1/streams/{sid}").json()["status"] == "stopped"
