@@ -7,7 +7,8 @@ import os
 import signal
 import sys
 
-from app.services.settings import add_analysis_flags, add_recording_flags, parse_args
+from app.services.recordings import add_recording_flags
+from app.services.settings import add_analysis_flags, parse_args
 from app.validate import (
     OneLineParser,
     check_bindable,

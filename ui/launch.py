@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.services.settings import add_recording_flags, retention_from
+from app.services.recordings import add_recording_flags, retention_from
 from models.errors import EXIT_BAD_INPUT, BadInput
 
 APP = Path(__file__).resolve().with_name("dashboard.py")

@@ -4,10 +4,15 @@ how much is kept, and the clip of a job's recording between two stream times."""
 
 from __future__ import annotations
 
+import argparse
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from app.validate import nonnegative_float, positive_float
+from models.errors import BadInput
 
 if TYPE_CHECKING:  # (imported where used: settings import this module, and must stay light)
     from pipelines.media.clips import Clip
@@ -74,3 +79,19 @@ def clip_for_job(store: Store, root: Path, job_id: str, start: float, end: float
     if not list_segments(folder):
         raise NotRecorded("this job has no recording (only live streams are recorded)")
     return cut_clip(folder, start, end)
+
+
+def add_recording_flags(p: argparse.ArgumentParser) -> None:
+    """How much of each live stream is recorded for playback (serve and dashboard)."""
+    p.add_argument("--record-minutes", type=nonnegative_float, default=60.0,
+                   help="keep the newest MINUTES of each live stream on disk for playback (default 60; 0: no recording)")
+    p.add_argument("--record-gb", type=positive_float, default=2.0,
+                   help="and at most this many GB per stream, and for all finished streams' recordings (default 2)")
+
+
+def retention_from(args) -> Retention:
+    """The recording retention from `add_recording_flags`' flags; BadInput for values out of range."""
+    minutes, gb = getattr(args, "record_minutes", 60.0), getattr(args, "record_gb", 2.0)
+    if not (0 <= minutes < math.inf and 0 < gb < math.inf):
+        raise BadInput("--record-minutes must be 0 or more and --record-gb positive")
+    return Retention(minutes=minutes, gb=gb)

