@@ -1,14 +1,10 @@
 """How an output event is labelled: the model that produced it, its taxonomy and its readable name.
 
 The merger that makes events out of per-second labels is `models/events.py` (one mechanism for tags and
-PreFM); its names are importable from here too, for the stage code that still looks for them here.
+PreFM).
 """
 
 from __future__ import annotations
-
-from models.events import Event, EventTracker
-
-__all__ = ["Event", "EventTracker", "labelled"]
 
 
 def labelled(event: dict, source: str, taxonomy: str) -> dict:

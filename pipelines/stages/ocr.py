@@ -18,9 +18,10 @@ import time
 
 import numpy as np
 
+from models.events import EventTracker
 from pipelines.media.segment import Segment
 from pipelines.stages.config import StageConfig
-from pipelines.stages.events import EventTracker, labelled
+from pipelines.stages.events import labelled
 from pipelines.stages.record import Second
 
 

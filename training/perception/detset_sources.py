@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.encoders.ssd import COCO90_IDS
 from training.corpus.compose_v3 import SourcePools, assign_sources
 from training.corpus.real_sources import TUXPAINT_STAMPS, Photo
 
@@ -37,7 +38,7 @@ COCO_CLASSES: tuple[str, ...] = (
     "oven", "toaster", "sink", "refrigerator", "book", "clock", "vase", "scissors", "teddy bear", "hair drier",
     "toothbrush",
 )
-COCO_IDS: tuple[int, ...] = tuple(i for i in range(1, 91) if i not in (12, 26, 29, 30, 45, 66, 68, 69, 71, 83))
+COCO_IDS: tuple[int, ...] = COCO90_IDS  # the detector's table (models/encoders/ssd.py), not a second copy
 COCO_ID = dict(zip(COCO_CLASSES, COCO_IDS, strict=True))
 # Darknet's coco.names (our detectors' labels) spells six classes differently.
 DARKNET_SPELLING = {"motorbike": "motorcycle", "aeroplane": "airplane", "sofa": "couch", "pottedplant": "potted plant",
