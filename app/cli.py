@@ -18,6 +18,7 @@ from app.validate import (
     positive_int,
 )
 from models.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput
+from pipelines.spine.threads import pin_threads
 
 
 def _graceful_stop():
@@ -261,6 +262,7 @@ def _delegate(argv: list[str]) -> argparse.Namespace | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    pin_threads()  # before any model loads: the CLI, the API's workers and batch give the same numbers
     args = _delegate(argv)
     if args is None:
         from app.services.settings import parse_args

@@ -20,6 +20,9 @@ def pytest_configure(config) -> None:
     # Stage hosts end 30 s after their last stream by default; tests that come minutes apart reuse them instead
     # of loading the models again (test_camera_outage sets its own, short value to check the ending).
     os.environ.setdefault("FORESIGHT_HOST_LINGER_S", "600")
+    from pipelines.spine.threads import pin_threads
+
+    pin_threads()  # in-process runs give the numbers the CLI and the API give
 
 
 @pytest.fixture(scope="session")

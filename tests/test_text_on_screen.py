@@ -125,3 +125,26 @@ def test_the_dashboard_shows_the_reading_on_the_picture_and_in_now():
     drawn = np.asarray(draw_boxes(frame, {"frame_size": [640, 360]}, text=text))
     assert drawn[30:50, 50:100].any() and not drawn[120:, 150:].any()  # the box, scaled to the picture
     assert 'reads: "EXIT"' in detections_text({}, None, text=text)
+
+
+def test_a_loaded_machine_reads_the_same_frames(sign_clip, monkeypatch):
+    """The budget charges a modelled cost, not the clock: a reader slowed to 1.5 s a frame (a machine with
+    other jobs on it) reads the same frames and the same text as one at full speed."""
+    import time
+
+    from pipelines.media.segmenter import iter_segments
+    from pipelines.stages.config import StageConfig
+    from pipelines.stages.ocr import OcrStage
+
+    segments = list(iter_segments(sign_clip))
+
+    def readings(stage: OcrStage) -> list[tuple[int, bool, list[str]]]:
+        return [(out["index"], out["read"], [r["text"] for r in out["text"]])
+                for out in map(stage.process, segments)]
+
+    idle = readings(OcrStage(StageConfig(asr=False)))
+    loaded = OcrStage(StageConfig(asr=False))
+    read = loaded.reader.read
+    monkeypatch.setattr(loaded.reader, "read", lambda frame: (time.sleep(1.5), read(frame))[1])
+    assert readings(loaded) == idle
+    assert [i for i, fresh, text in idle if fresh and "EXIT" in text] == [int(SIGN_S[0])]

@@ -31,7 +31,7 @@ from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
 from pipelines.spine.delivery import Delivery
 from pipelines.spine.fair import FairTurns
-from pipelines.stages.config import limit_threads
+from pipelines.spine.threads import pin_threads
 from pipelines.stages.record import Second
 
 # The hosts reserve no CPU: they live as long as their driver (a server keeps them after its streams end), and
@@ -65,7 +65,7 @@ class StageHost:
     """One node of the stage graph for many streams, in its own process (one intra-op thread)."""
 
     def __init__(self, node: graph.Node):
-        limit_threads(1)
+        pin_threads()  # FORESIGHT_THREADS reaches a remote cluster's workers through the runtime_env
         self.node = node
         self.stages: dict[str, object] = {}
         self.clocks: dict[str, graph.StageClock] = {}

@@ -24,7 +24,8 @@ from pipelines.media.sources import parse_source
 from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
 from pipelines.spine.options import AnalyzeOptions
-from pipelines.stages.config import StageConfig, limit_threads
+from pipelines.spine.threads import pin_threads
+from pipelines.stages.config import StageConfig
 from pipelines.stages.grounding import checkpoint_path
 from pipelines.stages.parser import prefm_checkpoint
 from pipelines.stages.record import Second
@@ -100,8 +101,7 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
 
     def build(node: graph.Node):
         stage = cache.get(node, options)
-        if "torch" in sys.modules:  # one intra-op thread; set once a stage has imported torch, so that stages
-            limit_threads(1)  # without it (visual) start on their seconds while torch still loads
+        pin_threads()  # again once a stage has loaded its libraries (torch, CTranslate2): threadpoolctl sees them
         clock.begin(node.name, stage)
         return stage
 

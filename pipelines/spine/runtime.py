@@ -36,8 +36,11 @@ def ensure_ray(num_cpus: int | None = None) -> None:
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    from pipelines.spine.threads import thread_environment
+
+    # Every worker, on this machine or a cluster's, runs with the driver's numeric thread count.
     kwargs = dict(include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
-                  configure_logging=True)
+                  configure_logging=True, runtime_env={"env_vars": thread_environment()})
     if address is None:
         kwargs["num_cpus"] = num_cpus or os.cpu_count() or 2
     ray.init(address=address, **kwargs)

@@ -6,14 +6,6 @@ from dataclasses import dataclass, field
 
 from models.encoders.detectors import DEFAULT_DETECTOR
 
-
-def limit_threads(n: int = 1) -> None:
-    """One intra-op thread per actor: PyTorch collapses when two threads fight over two busy cores."""
-    import torch
-
-    torch.set_num_threads(n)
-
-
 # (tag_threshold, tag_top_k, tag_min_s) per YAMNet model, each chosen by `training.corpus.calibrate_tags` on the
 # clips outside the test split: w8a8 on corpus v3 (docs/results/tag_calibration.json), float on corpus v4
 # (docs/results/tag_calibration_v4_float.json).
@@ -53,6 +45,8 @@ class StageConfig:
     ocr: bool = True
     ocr_every_s: int = 2
     ocr_budget_ms: float = 150.0
+    ocr_read_ms: float = 40.0  # what the budget charges a reading (ocr.py: a model of the cost, not the clock)
+    ocr_line_ms: float = 25.0  # ... and each line it reads
     ocr_change: float = 0.005  # the fraction of the picture that must change for a new reading
     ocr_side: int = 640  # the detector's longest side (chosen on signs val: docs/results/signs_ocr.json)
     ocr_min_score: float = 0.5
