@@ -64,12 +64,9 @@ def cmd_analyze(args) -> int:
     spec = parse_source(args.source, args.rtsp_transport)
     check_source(spec, network=not args.retry)
     if spec.kind is SourceKind.FILE and not spec.live:  # the same cap as `serve --max-duration`, from the header
-        from app.services.uploads import media_info
+        from app.services.uploads import media_within
 
-        declared = media_info(Path(spec.uri)).duration_s
-        if declared is not None and declared > args.max_duration:
-            raise BadInput(f"{args.source}: the clip declares {declared:.0f} s; the limit is --max-duration "
-                           f"{args.max_duration:g} s")
+        media_within(Path(spec.uri), args.max_duration, "--max-duration")
 
     from app.services.settings import analysis_options
     from app.summary import render_summary
@@ -122,7 +119,7 @@ def cmd_batch(args) -> int:
     from app.services.settings import analysis_options
 
     report = run_batch(args.folder, args.out, analysis_options(args), show_progress=not args.quiet,
-                       max_parallel=args.parallel)
+                       max_parallel=args.parallel, max_duration_s=args.max_duration)
     if not args.quiet:
         print((Path(args.out) / "summary.md").read_text())
         print(f"{report.done} done ({report.skipped} from earlier runs), {report.failed} failed; outputs in {args.out}")
@@ -224,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("folder")
     p.add_argument("--out", required=True, help="output folder (JSON, WebVTT, results.jsonl, summary.md, foresight.db)")
     p.add_argument("--parallel", type=positive_int, help="files at once (default: the Ray cluster's CPUs)")
+    p.add_argument("--max-duration", type=positive_float, default=3600.0, metavar="SECONDS",
+                   help="report a file whose container declares a longer duration as failed (default 3600)")
     p.add_argument("-q", "--quiet", action="store_true")
     add_analysis_flags(p)
     p.set_defaults(func=cmd_batch)

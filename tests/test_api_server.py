@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -109,8 +110,12 @@ def test_bad_uploads_get_4xx_with_a_reason(server, tmp_path, demo_clip):
     empty.write_bytes(b"")
     big = tmp_path / "big.mp4"
     big.write_bytes(demo_clip[0].read_bytes() * 3)  # ~3.9 MB > the 3 MB limit
+    three = tmp_path / "three.mp4"  # 3 frames: the CLI's preflight decodes nothing of it and exits 2
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=25",
+                    "-frames:v", "3", "-pix_fmt", "yuv420p", str(three)], check=True)
     with server.client() as c:
         cases = {
+            "three frames": (upload(c, three), 422, "no decodable audio or video"),
             "empty": (upload(c, empty), 400, "empty"),
             "not a video": (upload(c, fake), 422, "not a readable media file"),
             "text as video": (upload(c, text, name="notes.mp4"), 422, "not a readable media file"),
@@ -257,3 +262,21 @@ def test_unreachable_stream_answers_202_at_once_and_credentials_never_show(serve
     seen += [p.read_bytes().decode("latin-1") for p in server.db.parent.glob(server.db.name + "*")]
     assert not any("s3cret" in text for text in seen)
     assert "rtsp://***@127.0.0.1" in r.text and "token=***" in r.text
+
+
+@pytest.mark.slow
+def test_an_animated_gif_is_analysed_as_the_cli_analyses_it(server, tmp_path):
+    gif = tmp_path / "anim.gif"
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-t", "3",
+                    str(gif)], check=True)
+    with server.client() as c:
+        r = upload(c, gif, ctype="image/gif")
+        assert r.status_code == 202, r.text
+        job = r.json()["job_id"]
+        deadline = time.monotonic() + 240
+        while (status := c.get(f"/v1/jobs/{job}").json())["status"] not in ("done", "failed"):
+            assert time.monotonic() < deadline, status
+            time.sleep(0.3)
+        assert status["status"] == "done", status
+        result = c.get(f"/v1/jobs/{job}/result").json()
+    assert len(result["seconds"]) == 3 and result["has_video"] is True

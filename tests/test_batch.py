@@ -114,3 +114,48 @@ def test_identical_files_share_the_analysis_but_keep_their_own_results(tmp_path)
         assert [json.loads(line)["source"] for line in (out / "results.jsonl").read_text().splitlines()] == names
         assert all(json.loads((out / (n + ".json")).read_text())["source"] == n for n in names)
     assert Store(out / "foresight.db").count_jobs(["done"]) == 1
+
+
+def test_batch_max_duration_fails_long_files_with_the_reason(clip_folder, tmp_path):
+    proc = run_cli("batch", str(clip_folder), "--out", str(tmp_path / "out"), "--max-duration", "1.5", "-q",
+                   timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    store = Store(tmp_path / "out" / "foresight.db")
+    errors = [row["error"] for row in store.recent_jobs(20)]
+    assert store.count_jobs(["done"]) == 0 and store.count_jobs(["failed"]) == 6
+    assert sum("the limit is --max-duration 1.5 s" in e for e in errors) == 5, errors  # the broken file: its own
+    assert run_cli("batch", str(clip_folder), "--out", str(tmp_path / "x"), "--max-duration", "-1").returncode == 2
+
+
+@pytest.mark.slow
+def test_a_killed_batch_leaves_no_ray_process(clip_folder, tmp_path):
+    """`kill -9` of the batch process alone (not its group): the reaper ends the local cluster, agents included."""
+    from pipelines.spine.reaper import _alive, descendants
+
+    def cmdline(pid: int) -> bytes:
+        try:
+            return open(f"/proc/{pid}/cmdline", "rb").read()
+        except OSError:  # ended meanwhile
+            return b""
+
+    p = subprocess.Popen([*FORESIGHT, "batch", str(clip_folder), "--out", str(tmp_path / "out"), "-q"], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline, ray_procs = time.time() + 240, {}
+        while time.time() < deadline and p.poll() is None and len(ray_procs) < 4:  # GCS, raylet, agents, workers
+            ray_procs = {pid: s for pid, s in descendants(p.pid).items()
+                         if b"ray" in cmdline(pid).lower()}
+            time.sleep(0.5)
+        assert len(ray_procs) >= 4, ray_procs
+        time.sleep(2)  # let the reaper see them too
+        ray_procs.update(descendants(p.pid))
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        deadline = time.time() + 20
+        while time.time() < deadline and any(_alive(pid, s) for pid, s in ray_procs.items()):
+            time.sleep(0.5)
+        left = [cmdline(pid)[:80] for pid, s in ray_procs.items() if _alive(pid, s)]
+        assert left == []
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)

@@ -59,6 +59,9 @@ def test_restart_requeues_uploads_ends_streams_and_deletes_finished_uploads(tmp_
     assert (uploads / "running1" / "clip.mp4").exists() and (uploads / "queued1" / "clip.mp4").exists()
 
 
+DOOR, GATE = "door=0.1,0.1 0.5,0.1 0.5,0.9 0.1,0.9", "gate=0.6,0,0.6,1"
+
+
 @pytest.mark.slow
 def test_a_killed_server_leaves_no_ray_process_and_the_next_one_resumes_persistent_streams(tmp_path, rtsp_server):
     db = tmp_path / "f.db"
@@ -68,9 +71,12 @@ def test_a_killed_server_leaves_no_ray_process_and_the_next_one_resumes_persiste
         server.wait_ready()
         with server.client() as c:
             stream = c.post("/v1/streams", json={"source": rtsp_server.url, "rtsp_transport": "udp",
-                                                 "persistent": True}).json()
+                                                 "persistent": True, "watches": ["a phone rings"],
+                                                 "zones": [DOOR], "lines": [GATE]}).json()
             assert stream["persistent"] and stream["job_id"] == f"stream-{stream['id']}"
             wait_status(c, stream["id"], "running", server)
+            changed = c.put(f"/v1/streams/{stream['id']}/watches", json={"watches": ["someone shouts for help"]})
+            assert changed.status_code == 200, changed.text
         ray_procs = {p: s for p, s in descendants(server.proc.pid).items()
                      if "ray" in Path(f"/proc/{p}/cmdline").read_bytes().decode("latin-1", "replace").lower()}
         assert len(ray_procs) >= 5, ray_procs  # GCS, raylet, agents, stage hosts, the stream's actors
@@ -90,6 +96,8 @@ def test_a_killed_server_leaves_no_ray_process_and_the_next_one_resumes_persiste
         with again.client() as c:
             info = c.get(f"/v1/streams/{stream['id']}").json()
             assert info["persistent"] and info["job_id"] == f"stream-{stream['id']}-r1", info
+            # It comes back as it was left: the watches changed while it ran, its zone and its line.
+            assert (info["watches"], info["zones"], info["lines"]) == (["someone shouts for help"], [DOOR], [GATE])
             old = c.get(f"/v1/jobs/{stream['job_id']}").json()
             assert old["status"] == "failed" and "restarts under a new job" in old["error"]
             wait_status(c, stream["id"], "running", again)

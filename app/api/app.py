@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import threading
@@ -26,7 +25,6 @@ from app.services.settings import Settings
 from app.services.streams import StreamManager
 from app.services.uploads import private_dir
 from pipelines.sinks.store import Store
-from pipelines.spine.reaper import start_reaper
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -51,8 +49,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         stream_manager.resume()  # persistent streams that ran when the last server stopped
         if threading.current_thread() is threading.main_thread() and on_term is not None:
             signal.signal(signal.SIGTERM, on_term)  # ray.init put its sys.exit(15) there: SIGTERM is a clean stop
-        if not os.environ.get("RAY_ADDRESS"):  # a local cluster ends with this server, even after kill -9
-            start_reaper()
         # Load the search encoder now rather than on the first query (seconds on a small machine).
         threading.Thread(target=lambda: TextMatcher.encoder().encode("warm up"), daemon=True).start()
         try:

@@ -158,6 +158,8 @@ class StreamInfo(BaseModel):
     health: dict = Field(default_factory=dict, description="ingest counters: health, frames, drops, reconnects")
     events_url: str
     watches: list[str] = Field(default_factory=list, description="its standing queries")
+    zones: list[str] = Field(default_factory=list, description="its tracking zones, as given")
+    lines: list[str] = Field(default_factory=list, description="its counting lines, as given")
     recorded: bool = Field(False, description="its raw stream is recorded: GET /v1/jobs/{job_id}/clip plays it")
 
 

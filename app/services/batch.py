@@ -40,9 +40,16 @@ def _indexing(options: AnalyzeOptions, db: Path, name: str) -> AnalyzeOptions:
                                               index_source=name))
 
 
-def _task(path: str, options: AnalyzeOptions) -> tuple[dict | None, str | None]:
-    """Ray task body: a bad file is a reported failure, not a crash of the batch."""
-    return outcome(lambda: analyze_inline(path, options))
+def _task(path: str, options: AnalyzeOptions, max_duration_s: float) -> tuple[dict | None, str | None]:
+    """Ray task body: a bad file, or one declaring more than `max_duration_s`, is a reported failure, not a crash
+    of the batch."""
+    from app.services.uploads import media_within
+
+    def analyse() -> dict:
+        media_within(Path(path), max_duration_s, "--max-duration")
+        return analyze_inline(path, options)
+
+    return outcome(analyse)
 
 
 @dataclass
@@ -54,7 +61,8 @@ class BatchReport:
 
 
 def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | None = None,
-              show_progress: bool = True, max_parallel: int | None = None) -> BatchReport:
+              show_progress: bool = True, max_parallel: int | None = None,
+              max_duration_s: float = 3600.0) -> BatchReport:
     import ray
     from tqdm import tqdm
 
@@ -95,7 +103,7 @@ def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | 
         while queue or pending:
             while queue and len(pending) < limit:
                 p = queue.pop(0)
-                pending[task.remote(str(p), _indexing(options, outdir / "foresight.db", names[p]))] = p
+                pending[task.remote(str(p), _indexing(options, outdir / "foresight.db", names[p]), max_duration_s)] = p
             ready, _ = ray.wait(list(pending), num_returns=1)
             p = pending.pop(ready[0])
             job_id = keys[p][:32]

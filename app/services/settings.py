@@ -35,7 +35,7 @@ CONFIG_TABLES = ("analysis", "analyze", "batch", "serve", "dashboard")
 DEFAULT_CONTENT_TYPES = (
     "video/mp4", "video/quicktime", "video/x-matroska", "video/webm", "video/x-msvideo", "video/mp2t",
     "video/mpeg", "video/x-flv", "video/3gpp", "audio/wav", "audio/x-wav", "audio/mpeg", "audio/flac",
-    "audio/ogg", "audio/mp4", "audio/aac", "application/octet-stream",
+    "audio/ogg", "audio/mp4", "audio/aac", "image/gif", "application/octet-stream",  # GIF: the CLI analyses it
 )
 
 

@@ -78,6 +78,8 @@ class LiveStream:
     options: AnalyzeOptions | None = None  # what it runs with (its watches, thresholds), for lists such as the UI's
     persistent: bool = False  # reconnected when the server restarts (its source is kept in the store)
     restarts: int = 0
+    zones: list[str] = field(default_factory=list)  # as given (`--zone` syntax): kept for a restart
+    lines: list[str] = field(default_factory=list)
 
     @property
     def terminal(self) -> bool:
@@ -86,6 +88,10 @@ class LiveStream:
     @property
     def watches(self) -> list[str]:
         return list(self.options.grounding.standing) if self.options is not None else []
+
+    def settings(self) -> dict:
+        """What a persistent stream comes back with after a server restart."""
+        return {"watches": self.watches, "zones": list(self.zones), "lines": list(self.lines)}
 
     @property
     def recording(self) -> str | None:
@@ -146,8 +152,11 @@ class StreamManager:
         resumed = []
         for row in self.store.persistent_streams(self.job_kind):
             try:
+                kept = row["settings"]
                 resumed.append(self.add(row["source"], row["rtsp_transport"], persistent=True,
-                                        stream_id=row["stream_id"], restarts=row["restarts"] + 1))
+                                        stream_id=row["stream_id"], restarts=row["restarts"] + 1,
+                                        watches=kept.get("watches"), zones=kept.get("zones"),
+                                        lines=kept.get("lines")))
             except (SourceRefused, BadInput, TooManyStreams) as exc:
                 log.warning("persistent stream %s not restarted: %s", row["stream_id"],
                             redact(getattr(exc, "reason", None) or str(exc), row["source"]))
@@ -191,7 +200,8 @@ class StreamManager:
                 running = {s.job_id for s in self.streams.values() if not s.terminal}
                 options.record = record_config(self.recordings, job_id, self.retention, running)
             stream = LiveStream(sid, spec.name, job_id=job_id, created_at=time.time(), options=options,
-                                persistent=persistent, restarts=restarts)
+                                persistent=persistent, restarts=restarts, zones=list(zones or []),
+                                lines=list(lines or []))
             self.streams[sid] = stream
         stream.watcher = threading.Thread(target=self._run, args=(stream, source, spec, options),
                                           name=f"stream-{sid}", daemon=True)
@@ -209,7 +219,7 @@ class StreamManager:
             self.store.create_job(self.job_kind, spec.name, job_id=stream.job_id)
             if stream.persistent:
                 self.store.remember_stream(stream.id, self.job_kind, source, options.rtsp_transport, stream.job_id,
-                                           stream.restarts)
+                                           stream.restarts, stream.settings())
             stream.pipeline = start_pipeline(self.store, source, options, stream.job_id, source_id=stream.id,
                                              public_error=GENERIC_REFUSAL if self.policy is not None else None)
         except BaseException as exc:
@@ -285,6 +295,8 @@ class StreamManager:
             raise BadInput(f"the stream is {stream.status}; watches change only while it runs")
         stream.pipeline.set_watches(watches)
         stream.options.grounding = replace(stream.options.grounding, standing=watches)
+        if stream.persistent:  # a restarted server brings the stream back with these watches
+            self.store.update_stream_settings(stream.id, stream.settings())
         return stream
 
     def feed(self, stream: LiveStream, since: int) -> list:

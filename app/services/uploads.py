@@ -11,6 +11,7 @@ from pathlib import Path
 from models.errors import BadInput
 from pipelines.media.decode import MediaDecoder, StreamInfo
 from pipelines.media.preflight import probe
+from pipelines.media.segmenter import iter_segments
 from pipelines.media.sources import open_container, parse_source
 
 
@@ -57,6 +58,10 @@ def save_upload(folder: Path, name: str, data: bytes) -> Path:
     return path
 
 
+# A clip this short is cut into seconds at upload, as the analysis will cut it: one with no second at all (a few
+# frames) is refused now, with the CLI's reason, instead of being queued to fail.
+SHORT_CLIP_S = 2.0
+
 STILL_IMAGE_FORMATS = ("image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe", "tiff_pipe", "svg_pipe")
 
 
@@ -71,17 +76,28 @@ def media_info(path: Path) -> StreamInfo:
         fmt = container.format.name or ""
         if any(name in STILL_IMAGE_FORMATS for name in fmt.split(",")):
             raise BadInput(f"{spec.name}: a still image ({fmt}), not a video or audio clip")
-        return MediaDecoder(container).info()
+        info = MediaDecoder(container).info()
     finally:
         container.close()
+    if info.duration_s is None or info.duration_s < SHORT_CLIP_S:
+        if next(iter_segments(path), None) is None:
+            raise BadInput(f"{spec.name}: no decodable audio or video")
+    return info
+
+
+def media_within(path: Path, max_duration_s: float, flag: str = "") -> StreamInfo:
+    """`media_info`, refused (BadInput) when the container declares more than `max_duration_s` seconds: the cap
+    the API, the dashboard, `analyze` and `batch` share (`flag`, e.g. "--max-duration", names it in the reason)."""
+    info = media_info(path)
+    if info.duration_s is not None and info.duration_s > max_duration_s:
+        raise BadInput(f"{path.name}: the clip declares {info.duration_s:.0f} s; the limit is "
+                       f"{flag + ' ' if flag else ''}{max_duration_s:g} s")
+    return info
 
 
 def check_media(path: Path, max_duration_s: float) -> StreamInfo:
-    """`media_info` plus the duration limit, as UploadRejected(422) with the reason."""
+    """`media_within` as UploadRejected(422) with the reason."""
     try:
-        info = media_info(path)
+        return media_within(path, max_duration_s)
     except BadInput as exc:
         raise UploadRejected(422, str(exc)) from None
-    if info.duration_s is not None and info.duration_s > max_duration_s:
-        raise UploadRejected(422, f"clip is {info.duration_s:.0f} s long; the limit is {max_duration_s:.0f} s")
-    return info

@@ -65,7 +65,7 @@ CREATE TABLE IF NOT EXISTS grounding_windows (
 CREATE TABLE IF NOT EXISTS grounding_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS stream_restarts (
     stream_id TEXT PRIMARY KEY, kind TEXT NOT NULL, source TEXT NOT NULL, rtsp_transport TEXT NOT NULL,
-    job_id TEXT NOT NULL, restarts INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL
+    job_id TEXT NOT NULL, restarts INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL, settings TEXT
 );
 """.replace("{jobs}", JOBS_TABLE)
 GROUNDING_TABLES = ("grounding_clips", "grounding_seconds", "grounding_windows")
@@ -88,6 +88,7 @@ class Store:
         _widen_job_statuses(self.db)
         self.db.executescript(SCHEMA)
         _add_missing_columns(self.db, "events", {"model": "TEXT", "taxonomy": "TEXT"})
+        _add_missing_columns(self.db, "stream_restarts", {"settings": "TEXT"})
 
     def close(self) -> None:
         with self._lock:
@@ -151,10 +152,18 @@ class Store:
 
     # -- persistent streams: what a restarted server reconnects ------------------------------------------
     def remember_stream(self, stream_id: str, kind: str, source: str, rtsp_transport: str, job_id: str,
-                        restarts: int = 0) -> None:
-        """Keep a persistent stream's source (unredacted: it must be reopened) while the stream runs."""
-        self._tx(lambda db: db.execute("INSERT OR REPLACE INTO stream_restarts VALUES (?,?,?,?,?,?,?)",
-                                       (stream_id, kind, source, rtsp_transport, job_id, restarts, time.time())))
+                        restarts: int = 0, settings: dict | None = None) -> None:
+        """Keep a persistent stream's source (unredacted: it must be reopened) while the stream runs, and the
+        `settings` it is to come back with (its watches, zones and lines)."""
+        row = (stream_id, kind, source, rtsp_transport, job_id, restarts, time.time(), json.dumps(settings or {}))
+        self._tx(lambda db: db.execute(
+            "INSERT OR REPLACE INTO stream_restarts (stream_id, kind, source, rtsp_transport, job_id, restarts, "
+            "created_at, settings) VALUES (?,?,?,?,?,?,?,?)", row))
+
+    def update_stream_settings(self, stream_id: str, settings: dict) -> None:
+        """A persistent stream's settings changed while it runs (e.g. its watches): it comes back with these."""
+        self._tx(lambda db: db.execute("UPDATE stream_restarts SET settings=? WHERE stream_id=?",
+                                       (json.dumps(settings), stream_id)))
 
     def forget_stream(self, stream_id: str) -> None:
         self._tx(lambda db: db.execute("DELETE FROM stream_restarts WHERE stream_id=?", (stream_id,)))
@@ -162,8 +171,9 @@ class Store:
     def persistent_streams(self, kind: str) -> list[dict]:
         """Streams of `kind` that were running when the last server stopped and are to be reconnected."""
         with self._lock:
-            return [dict(r) for r in self.db.execute(
+            rows = [dict(r) for r in self.db.execute(
                 "SELECT * FROM stream_restarts WHERE kind=? ORDER BY created_at", (kind,))]
+        return [{**r, "settings": json.loads(r["settings"] or "{}")} for r in rows]
 
     def recent_jobs(self, limit: int = 50) -> list[dict]:
         """The latest jobs first, without their result JSON (for lists such as the dashboard's history)."""

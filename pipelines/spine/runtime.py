@@ -43,6 +43,9 @@ def ensure_ray(num_cpus: int | None = None) -> None:
                   configure_logging=True, runtime_env={"env_vars": thread_environment()})
     if address is None:
         kwargs["num_cpus"] = num_cpus or os.cpu_count() or 2
+        from pipelines.spine.reaper import start_reaper
+
+        start_reaper()  # the local cluster ends with this process, even after kill -9 (agents included)
     ray.init(address=address, **kwargs)
 
 

@@ -28,7 +28,7 @@ def _info(stream: LiveStream, health: dict | None = None) -> StreamInfo:
     return StreamInfo(id=stream.id, source=stream.source, job_id=stream.job_id, status=shown_status(stream, stats),
                       error=stream.error, created_at=stream.created_at, persistent=stream.persistent, health=stats,
                       events_url=f"/v1/streams/{stream.id}/events", watches=stream.watches,
-                      recorded=stream.recording is not None)
+                      zones=stream.zones, lines=stream.lines, recorded=stream.recording is not None)
 
 
 def _get(svc: Services, stream_id: str) -> LiveStream:
