@@ -202,3 +202,44 @@ def test_crossings_and_zone_events_reach_the_store_and_the_feed(tracked, tmp_pat
                                     ("zone", "right", "person", "zone_enter"): 1}  # what /metrics counts
     (_, item), = sink.feed_since(0)
     assert item["crossings"] == tracked["crossings"][:1] and item["zone_events"] == tracked["zone_events"][:1]
+
+
+@pytest.mark.slow
+def test_zones_change_on_a_running_stream(tmp_path, rtsp_server):
+    """PUT /v1/streams/{id}/zones on a live RTSP loop: a zone added while it runs gets zone events from then on;
+    a bad zone is 422, a stream without tracking 409, an unknown stream 404."""
+    import time
+
+    from tests.helpers.api_server import ApiServer
+    from tests.helpers.cli import free_port
+
+    server = ApiServer(tmp_path / "f.db", free_port(), "--source-network", "127.0.0.0/8")
+    everything = "all=0,0 1,0 1,1 0,1"
+    try:
+        server.wait_ready()
+        with server.client() as c:
+            tracked = c.post("/v1/streams", json={"source": rtsp_server.url, "rtsp_transport": "udp",
+                                                  "track": True}).json()
+            plain = c.post("/v1/streams", json={"source": rtsp_server.url, "rtsp_transport": "udp"}).json()
+            assert tracked["track"] and not plain["track"]
+            for sid in (tracked["id"], plain["id"]):
+                deadline = time.time() + 300
+                while c.get(f"/v1/streams/{sid}").json()["status"] != "running":
+                    assert time.time() < deadline, server.tail()
+                    time.sleep(0.5)
+            r = c.put(f"/v1/streams/{tracked['id']}/zones", json={"zones": ["door=0,0 1,1"]})
+            assert r.status_code == 422 and "at least 3 points" in r.text
+            r = c.put(f"/v1/streams/{plain['id']}/zones", json={"zones": [everything]})
+            assert r.status_code == 409 and "without tracking" in r.json()["detail"]
+            assert c.put("/v1/streams/nope/zones", json={"zones": [everything]}).status_code == 404
+            r = c.put(f"/v1/streams/{tracked['id']}/zones", json={"zones": [everything], "lines": ["mid=0.5,0,0.5,1"]})
+            assert r.status_code == 200, r.text
+            assert (r.json()["zones"], r.json()["lines"]) == ([everything], ["mid=0.5,0,0.5,1"])
+            time.sleep(25)  # more than one loop of the 20-s demo: the person, the motorbike, the cup, the cat
+            job = c.delete(f"/v1/streams/{tracked['id']}").json()["job_id"]
+            c.delete(f"/v1/streams/{plain['id']}")
+            result = c.get(f"/v1/jobs/{job}/result").json()
+        assert {z["zone"] for z in result["zone_events"]} == {"all"}
+        assert "zone_enter" in {z["kind"] for z in result["zone_events"]}
+    finally:
+        server.stop()

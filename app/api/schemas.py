@@ -127,18 +127,35 @@ class StreamCreate(BaseModel):
                                                         "(0-1 on the picture): tracking with zone_enter/exit/loiter")
     lines: list[LayoutSpec] = Field(
         default_factory=list, max_length=32, description="counting lines as on the CLI, 'NAME=x1,y1,x2,y2' (0-1)")
+    track: bool = Field(False, description="track objects even without zones or lines (they can be set later "
+                                           "with PUT /v1/streams/{id}/zones); zones or lines imply it")
 
     @model_validator(mode="after")
     def _layout(self) -> StreamCreate:
-        """Zones and lines checked by the CLI's parser: a bad one is a 422 naming it."""
-        from models.errors import BadInput
-        from models.zones import parse_layout
+        return _checked_layout(self)
 
-        try:
-            parse_layout(self.zones, self.lines)
-        except BadInput as exc:
-            raise ValueError(str(exc)) from None
-        return self
+
+def _checked_layout(body):
+    """Zones and lines checked by the CLI's parser: a bad one is a 422 naming it."""
+    from models.errors import BadInput
+    from models.zones import parse_layout
+
+    try:
+        parse_layout(body.zones, body.lines)
+    except BadInput as exc:
+        raise ValueError(str(exc)) from None
+    return body
+
+
+class LayoutUpdate(BaseModel):
+    zones: list[LayoutSpec] = Field(default_factory=list, max_length=32,
+                                    description="the stream's zones from now on ('NAME=x,y x,y x,y ...', 0-1)")
+    lines: list[LayoutSpec] = Field(default_factory=list, max_length=32,
+                                    description="the stream's counting lines from now on ('NAME=x1,y1,x2,y2')")
+
+    @model_validator(mode="after")
+    def _layout(self) -> LayoutUpdate:
+        return _checked_layout(self)
 
 
 class WatchesUpdate(BaseModel):
@@ -160,6 +177,7 @@ class StreamInfo(BaseModel):
     watches: list[str] = Field(default_factory=list, description="its standing queries")
     zones: list[str] = Field(default_factory=list, description="its tracking zones, as given")
     lines: list[str] = Field(default_factory=list, description="its counting lines, as given")
+    track: bool = Field(False, description="it tracks objects (zones and lines can change while it runs)")
     recorded: bool = Field(False, description="its raw stream is recorded: GET /v1/jobs/{job_id}/clip plays it")
 
 

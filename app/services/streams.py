@@ -80,6 +80,7 @@ class LiveStream:
     restarts: int = 0
     zones: list[str] = field(default_factory=list)  # as given (`--zone` syntax): kept for a restart
     lines: list[str] = field(default_factory=list)
+    track: bool = False  # tracking on without zones or lines (zones may come later: `set_layout`)
 
     @property
     def terminal(self) -> bool:
@@ -91,7 +92,7 @@ class LiveStream:
 
     def settings(self) -> dict:
         """What a persistent stream comes back with after a server restart."""
-        return {"watches": self.watches, "zones": list(self.zones), "lines": list(self.lines)}
+        return {"watches": self.watches, "zones": list(self.zones), "lines": list(self.lines), "track": self.track}
 
     @property
     def recording(self) -> str | None:
@@ -156,7 +157,7 @@ class StreamManager:
                 resumed.append(self.add(row["source"], row["rtsp_transport"], persistent=True,
                                         stream_id=row["stream_id"], restarts=row["restarts"] + 1,
                                         watches=kept.get("watches"), zones=kept.get("zones"),
-                                        lines=kept.get("lines")))
+                                        lines=kept.get("lines"), track=bool(kept.get("track"))))
             except (SourceRefused, BadInput, TooManyStreams) as exc:
                 log.warning("persistent stream %s not restarted: %s", row["stream_id"],
                             redact(getattr(exc, "reason", None) or str(exc), row["source"]))
@@ -166,7 +167,7 @@ class StreamManager:
     def add(self, source: str, rtsp_transport: str | None = None, options: AnalyzeOptions | None = None,
             persistent: bool = False, stream_id: str | None = None, restarts: int = 0,
             watches: list[str] | None = None, zones: list[str] | None = None,
-            lines: list[str] | None = None) -> LiveStream:
+            lines: list[str] | None = None, track: bool = False) -> LiveStream:
         """Accept a live URL or device and connect in the background (the stream starts as "starting").
         A `persistent` stream is reconnected after a server restart (`resume`) until it is removed or ends.
 
@@ -179,7 +180,7 @@ class StreamManager:
         standing = options.grounding.standing if watches is None else watches
         options.grounding = replace(options.grounding, standing=check_watches(standing))
         make_watchable(options)
-        if zones or lines:  # tracking with these zones and lines (checked as the CLI's flags are)
+        if zones or lines or track:  # tracking with these zones and lines (checked as the CLI's flags are)
             from app.services.settings import enable_tracking
             from models.zones import parse_layout
 
@@ -201,7 +202,7 @@ class StreamManager:
                 options.record = record_config(self.recordings, job_id, self.retention, running)
             stream = LiveStream(sid, spec.name, job_id=job_id, created_at=time.time(), options=options,
                                 persistent=persistent, restarts=restarts, zones=list(zones or []),
-                                lines=list(lines or []))
+                                lines=list(lines or []), track=bool(track or zones or lines))
             self.streams[sid] = stream
         stream.watcher = threading.Thread(target=self._run, args=(stream, source, spec, options),
                                           name=f"stream-{sid}", daemon=True)
@@ -296,6 +297,24 @@ class StreamManager:
         stream.pipeline.set_watches(watches)
         stream.options.grounding = replace(stream.options.grounding, standing=watches)
         if stream.persistent:  # a restarted server brings the stream back with these watches
+            self.store.update_stream_settings(stream.id, stream.settings())
+        return stream
+
+    def set_layout(self, sid: str, zones: list[str], lines: list[str]) -> LiveStream | None:
+        """Replace a running stream's zones and lines (None if there is no such stream); BadInput when they do
+        not parse, when it is not running, or when it runs without tracking. Tracks and counts go on."""
+        from models.zones import parse_layout
+
+        stream = self.get(sid)
+        if stream is None:
+            return None
+        parsed = parse_layout(zones, lines)
+        if stream.status != "running" or stream.pipeline is None:
+            raise BadInput(f"the stream is {stream.status}; zones change only while it runs")
+        stream.pipeline.set_layout(*parsed)
+        stream.options.stages = replace(stream.options.stages, zones=parsed[0], lines=parsed[1])
+        stream.zones, stream.lines = list(zones), list(lines)
+        if stream.persistent:
             self.store.update_stream_settings(stream.id, stream.settings())
         return stream
 

@@ -97,6 +97,15 @@ class Pipeline:
         self._ray.get(self.ingest.set_config.remote("grounding", config), timeout=timeout)
         self.configs["grounding"] = config
 
+    def set_layout(self, zones: tuple, lines: tuple, timeout: float = 10.0) -> None:
+        """Replace the zones and lines of this running stream from its next second on (tracks go on); BadInput
+        when it runs without tracking."""
+        if "tracking" not in self.configs:
+            raise BadInput("this stream runs without tracking: add it with zones, lines or \"track\": true")
+        config = dataclasses.replace(self.configs["tracking"], zones=tuple(zones), lines=tuple(lines))
+        self._ray.get(self.ingest.set_config.remote("tracking", config), timeout=timeout)
+        self.configs["tracking"] = config
+
     def done(self, timeout: float = 0.0) -> bool:
         ready, _ = self._ray.wait([self.run_ref], timeout=timeout)
         return bool(ready)

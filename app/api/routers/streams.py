@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.context import Services, require_api_key, services
-from app.api.schemas import BODY_REFUSALS, Problem, StreamCreate, StreamInfo, WatchesUpdate
+from app.api.schemas import BODY_REFUSALS, LayoutUpdate, Problem, StreamCreate, StreamInfo, WatchesUpdate
 from app.api.sse import comment, feed_item_frames, frame
 from app.services.streams import LiveStream, TooManyStreams, shown_status
 from models.errors import BadInput
@@ -28,7 +28,7 @@ def _info(stream: LiveStream, health: dict | None = None) -> StreamInfo:
     return StreamInfo(id=stream.id, source=stream.source, job_id=stream.job_id, status=shown_status(stream, stats),
                       error=stream.error, created_at=stream.created_at, persistent=stream.persistent, health=stats,
                       events_url=f"/v1/streams/{stream.id}/events", watches=stream.watches,
-                      zones=stream.zones, lines=stream.lines, recorded=stream.recording is not None)
+                      zones=stream.zones, lines=stream.lines, track=stream.track, recorded=stream.recording is not None)
 
 
 def _get(svc: Services, stream_id: str) -> LiveStream:
@@ -44,7 +44,8 @@ def _get(svc: Services, stream_id: str) -> LiveStream:
 def add_stream(body: StreamCreate, svc: Services = Depends(services)) -> StreamInfo:
     try:
         stream = svc.streams.add(body.source, body.rtsp_transport, persistent=body.persistent,
-                                 watches=body.watches or None, zones=body.zones, lines=body.lines)
+                                 watches=body.watches or None, zones=body.zones, lines=body.lines,
+                                 track=body.track)
     except SourceRefused as exc:
         log.info("stream source refused: %s", exc.reason)
         raise HTTPException(400, GENERIC_REFUSAL) from None
@@ -81,6 +82,19 @@ def remove_stream(stream_id: str, svc: Services = Depends(services)) -> StreamIn
 def set_watches(stream_id: str, body: WatchesUpdate, svc: Services = Depends(services)) -> StreamInfo:
     try:
         stream = svc.streams.set_watches(stream_id, body.watches)
+    except BadInput as exc:
+        raise HTTPException(409, str(exc)) from None
+    if stream is None:
+        raise HTTPException(404, "no such stream")
+    return _info(stream, svc.streams.health(stream))
+
+
+@router.put("/{stream_id}/zones", response_model=StreamInfo,
+            responses={400: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}, **BODY_REFUSALS},
+            summary="Replace a tracking stream's zones and lines; tracks and counts go on, from its next second")
+def set_zones(stream_id: str, body: LayoutUpdate, svc: Services = Depends(services)) -> StreamInfo:
+    try:
+        stream = svc.streams.set_layout(stream_id, body.zones, body.lines)
     except BadInput as exc:
         raise HTTPException(409, str(exc)) from None
     if stream is None:
