@@ -37,7 +37,10 @@ def pin_threads(n: int | None = None) -> int:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(n)
+    # torch may be half imported by another thread (the inline runner builds nodes in parallel): then it has
+    # no get_num_threads yet, reads OMP_NUM_THREADS when it starts, and the next pin (after that build) sets it.
     torch = sys.modules.get("torch")
-    if torch is not None and torch.get_num_threads() != n:
-        torch.set_num_threads(n)
+    get, put = getattr(torch, "get_num_threads", None), getattr(torch, "set_num_threads", None)
+    if get is not None and put is not None and get() != n:
+        put(n)
     return n
