@@ -256,3 +256,46 @@ def test_a_dashboard_starting_ends_only_its_own_interrupted_streams(tmp_path):
     stream_manager(store)
     assert store.job(api)["status"] == "running"  # the API server's stream goes on
     assert store.job(mine)["status"] == "failed" and "interrupted" in store.job(mine)["error"]
+
+
+@pytest.mark.slow
+def test_the_live_picture_is_the_frame_its_boxes_were_found_on(demo_clip, ray_runtime):
+    """On the Ray spine with `keep_picture`: every picture the sink hands out is the key frame of the second
+    whose detections come with it (compared with the decoded clip), and those detections are that second's."""
+    import io
+    import time
+
+    import numpy as np
+    from PIL import Image
+
+    from pipelines import AnalyzeOptions, Pipeline, StageConfig
+    from pipelines.media.segmenter import iter_segments
+
+    path, _ = demo_clip
+    keys = {s.index: s.frames[len(s.frames) // 2].astype(np.int16) for s in iter_segments(path) if s.frames}
+    pipe = Pipeline(str(path), AnalyzeOptions(stages=StageConfig(asr=False, keep_picture=True)))
+    shots = []
+    try:
+        while not pipe.done(0.05):
+            shot = pipe.picture(timeout=30)
+            if shot is not None and (not shots or shot["time"] != shots[-1]["time"]):
+                shots.append(shot)
+            time.sleep(0.05)
+        result = pipe.wait()
+        shots.append(pipe.picture(timeout=30))
+    finally:
+        pipe.close()
+    assert len({s["time"] for s in shots}) >= 3
+    by_second = {int(s["t"]): s["objects"] for s in result["seconds"]}
+    for shot in shots:
+        second = int(shot["time"])
+        picture = np.asarray(Image.open(io.BytesIO(shot["jpeg"])).convert("RGB")).astype(np.int16)
+        assert list(picture.shape[1::-1]) == shot["visual"]["frame_size"]
+        distance = {k: float(np.abs(picture - frame).mean()) for k, frame in keys.items() if frame.shape == picture.shape}
+        # its own second's key frame, or one just as close (the demo holds each picture for several seconds)
+        assert distance[second] <= min(distance.values()) + 0.5 and distance[second] < 4.0, (second, distance)
+        assert min(distance.values()) < min(d for k, d in distance.items() if (k >= 16) != (second >= 16)) - 10
+        found = {}
+        for d in shot["visual"]["detections"]:
+            found[d["label"]] = found.get(d["label"], 0) + 1
+        assert set(found) <= set(by_second[second]) | {"person"}, (second, found, by_second[second])

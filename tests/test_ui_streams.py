@@ -105,7 +105,7 @@ def page_text(b) -> str:
 def test_live_picture_with_boxes_refreshes(live):
     b = live[0]
     b.wait_for("[...document.querySelectorAll('[data-testid=stImage] img')].some(i => i.naturalWidth === 640 && "
-               "i.naturalHeight === 360) && " + has_text("boxes from the analysis of"), 60, "the live picture")
+               "i.naturalHeight === 360) && " + has_text("with its own boxes"), 60, "the live picture")
     first_picture = b.js("document.querySelector('[data-testid=stImage] img').src")
     b.wait_for(f"document.querySelector('[data-testid=stImage] img').src !== {first_picture!r}", 30,
                "a newer picture")

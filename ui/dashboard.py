@@ -22,7 +22,6 @@ from ui.data import fmt_time, moments_frame
 from ui.history import history_panel
 from ui.live import streams_panel
 from ui.panels import show_panels
-from ui.picture import FrameGrabber
 from ui.playback import playback_panel
 
 st.set_page_config(page_title="Foresight", layout="wide")
@@ -39,15 +38,8 @@ def get_streams(path: str) -> StreamManager:
     return backend.stream_manager(get_store(path))
 
 
-@st.cache_resource
-def get_pictures(path: str) -> dict:
-    """The live sources' pictures (`ui.picture.FrameGrabber` by stream id), shared like the streams."""
-    return {}
-
-
 store = get_store(str(backend.db_path()))
 manager = get_streams(str(backend.db_path()))
-pictures = get_pictures(str(backend.db_path()))
 state = st.session_state
 state.setdefault("result", None)
 state.setdefault("job_id", None)
@@ -121,8 +113,6 @@ else:
         try:
             stream = backend.start_stream(manager, source, transport,
                                           backend.analysis_options([], watches, threshold))
-            if kind != "Webcam":  # a webcam takes one reader: the pipeline's
-                pictures[stream.id] = FrameGrabber(source, transport)
             state.update(viewing=stream.id, result=None, job_id=None, error=None)
         except (BadInput, TooManyStreams) as exc:
             state.error = str(exc)
@@ -133,7 +123,7 @@ else:
 if state.error:
     st.error(state.error)
 
-streams_panel(manager, store, pictures)
+streams_panel(manager, store)
 if state.result is not None:
     result = state.result
     job = store.job(state.job_id) if state.job_id else None

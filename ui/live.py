@@ -16,10 +16,8 @@ from models.errors import BadInput
 from pipelines.sinks.store import Store
 from ui.data import LiveState, fmt_time
 from ui.panels import failure, show_panels, state_badge
-from ui.picture import FrameGrabber, draw_boxes
+from ui.picture import analysed_picture
 from ui.playback import playback_panel
-
-Pictures = dict[str, FrameGrabber]  # stream id -> its picture, process-wide like the streams
 
 
 def _stored_error(store: Store, stream: LiveStream) -> str | None:
@@ -27,12 +25,9 @@ def _stored_error(store: Store, stream: LiveStream) -> str | None:
     return (job or {}).get("error") or stream.error
 
 
-def _stop(manager: StreamManager, store: Store, stream: LiveStream, pictures: Pictures) -> None:
+def _stop(manager: StreamManager, store: Store, stream: LiveStream) -> None:
     """Stop (or dismiss) a stream, then show what it saved."""
     state = st.session_state
-    grabber = pictures.pop(stream.id, None)
-    if grabber is not None:
-        grabber.close()
     with st.spinner(f"stopping {stream.source} and saving its result"):
         manager.remove(stream.id, timeout=120)
     state.views.pop(stream.id, None)
@@ -44,7 +39,7 @@ def _stop(manager: StreamManager, store: Store, stream: LiveStream, pictures: Pi
     st.rerun()
 
 
-def stream_row(manager: StreamManager, store: Store, stream: LiveStream, pictures: Pictures) -> None:
+def stream_row(manager: StreamManager, store: Store, stream: LiveStream) -> None:
     name, status, mid, view, stop = st.columns([5, 2, 2, 1, 1], vertical_alignment="center")
     name.markdown(f"**{stream.source}**  \njob `{stream.job_id}`, since "
                   f"{time.strftime('%H:%M:%S', time.localtime(stream.created_at))}")
@@ -57,7 +52,7 @@ def stream_row(manager: StreamManager, store: Store, stream: LiveStream, picture
             st.rerun()
     label = "Dismiss" if stream.terminal else "Stop"
     if stop.button(label, key=f"stop_{stream.id}", type="secondary" if stream.terminal else "primary"):
-        _stop(manager, store, stream, pictures)
+        _stop(manager, store, stream)
     if stream.watches:
         st.caption("watching for: " + "; ".join(stream.watches))
     if stream.status == "failed":
@@ -68,15 +63,15 @@ def stream_row(manager: StreamManager, store: Store, stream: LiveStream, picture
                    f"{stats.get('last_error') or 'no data'}")
 
 
-def picture(grabber: FrameGrabber | None, live: LiveState) -> None:
-    """The latest frame with the boxes of the latest analysed second, or why there is none."""
-    if grabber is None:
+def picture(manager: StreamManager, stream: LiveStream) -> None:
+    """The latest analysed key frame with its own boxes, or why there is none."""
+    shot = manager.picture(stream)
+    if not shot or not shot.get("jpeg"):
+        video = (manager.health(stream)["stats"] or {}).get("frames_decoded")
+        st.caption("no picture yet" + ("" if video is None or video else ": the source sends no video"))
         return
-    if grabber.frame is None:
-        st.caption(f"no picture yet{': ' + grabber.error if grabber.error else ''}")
-        return
-    st.image(draw_boxes(grabber.frame, live.visual, text=live.text), width=640,
-             caption=f"boxes from the analysis of {fmt_time(live.time)}")
+    st.image(analysed_picture(shot), width=640,
+             caption=f"analysed picture of {fmt_time(shot.get('time') or 0.0)}, with its own boxes")
 
 
 def watch_editor(manager: StreamManager, stream: LiveStream) -> None:
@@ -91,21 +86,21 @@ def watch_editor(manager: StreamManager, stream: LiveStream) -> None:
             st.error(str(exc))
 
 
-def live_view(manager: StreamManager, store: Store, stream: LiveStream, pictures: Pictures) -> None:
+def live_view(manager: StreamManager, store: Store, stream: LiveStream) -> None:
     views = st.session_state.views
     live = views.setdefault(stream.id, LiveState())
     live.update(manager.feed(stream, live.seq))
     health = manager.health(stream)["stats"]
     st.caption(f"watching {stream.source} at {fmt_time(live.time)}")
     player = st.container()  # at a fixed place, so the view's refresh never remounts a playing clip
-    picture(pictures.get(stream.id), live)
+    picture(manager, stream)
     watch_editor(manager, stream)
     show_panels(live.events, live.transcript, live.alerts, live.time, health, live)
     if stream.recording is not None:
         playback_panel(store, stream.job_id, live.events, live.alerts, live.moments, player)
 
 
-def streams_panel(manager: StreamManager, store: Store, pictures: Pictures) -> None:
+def streams_panel(manager: StreamManager, store: Store) -> None:
     """The list of streams and the watched one's live view; refreshes every second while one is not finished."""
     state = st.session_state
     state.setdefault("views", {})
@@ -124,12 +119,9 @@ def streams_panel(manager: StreamManager, store: Store, pictures: Pictures) -> N
         if state.viewing not in {s.id for s in running}:
             state.viewing = running[0].id if running else None
         for stream in streams:
-            stream_row(manager, store, stream, pictures)
-            grabber = pictures.pop(stream.id, None) if stream.terminal else None
-            if grabber is not None:  # other tabs may get here at the same time
-                grabber.close()
+            stream_row(manager, store, stream)
         watched = manager.get(state.viewing) if state.viewing else None
         if watched is not None and watched.pipeline is not None:
-            live_view(manager, store, watched, pictures)
+            live_view(manager, store, watched)
 
     panel()

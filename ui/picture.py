@@ -1,20 +1,18 @@
-"""The live view's picture: the latest frame of a live source, a few times a second, with the boxes and pose
-skeletons of the pipeline's latest analysed second drawn on it.
+"""The live view's picture: the key frame of the pipeline's latest analysed second, with that second's own
+boxes, pose skeletons and text drawn on it.
 
-The picture comes from a second, low-rate connection to the source opened by the dashboard (the pipeline's
-frames stay inside its Ray actors), so the boxes are those of the last second the pipeline finished, usually
-one to three seconds behind the picture. A device that allows one reader (most webcams) has no picture.
+The visual stage keeps the JPEG of the frame its detector, pose and faces ran on (`StageConfig.keep_picture`,
+on for every live stream), and the sink hands it out with that second's detections (`Sink.picture`). So a box
+is always drawn on the picture it was found on, a webcam (one reader only) has a picture too, and the
+dashboard opens no second connection to the camera.
 """
 
 from __future__ import annotations
 
-import threading
-import time
+import io
 
 import numpy as np
 from PIL import Image, ImageDraw
-
-from pipelines.media.sources import open_container, parse_source
 
 BOX_COLORS = {"person": "#d62728", "face": "#ff7f0e"}
 SKELETON_COLOR = "#17becf"
@@ -24,55 +22,10 @@ SKELETON = ((11, 12), (11, 13), (13, 15), (12, 14), (14, 16), (11, 23), (12, 24)
 MIN_VISIBILITY = 0.3
 
 
-class FrameGrabber:
-    """A daemon thread that keeps the latest frame of `source` (at most `fps` a second, `width` pixels wide)."""
-
-    def __init__(self, source: str, rtsp_transport: str = "tcp", fps: float = 3.0, width: int = 640):
-        self.spec = parse_source(source, rtsp_transport, True)
-        self.fps, self.width = fps, width
-        self.frame: np.ndarray | None = None
-        self.error: str | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"picture-{self.spec.name}", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                container = open_container(self.spec)
-            except Exception as exc:  # shown under the picture; try again a little later
-                self.error = str(exc)
-                self._stop.wait(5.0)
-                continue
-            try:
-                self._read(container)
-            except Exception as exc:
-                self.error = str(exc)
-            finally:
-                container.close()
-            self._stop.wait(1.0)
-
-    def _read(self, container) -> None:
-        if not container.streams.video:
-            self.error = "the source has no video"
-            self._stop.set()
-            return
-        stream = container.streams.video[0]
-        stream.thread_type = "AUTO"
-        last = 0.0
-        for frame in container.decode(stream):
-            if self._stop.is_set():
-                return
-            now = time.monotonic()
-            if now - last < 1.0 / self.fps:
-                continue
-            last = now
-            height = max(2, round(frame.height * self.width / frame.width))
-            self.frame = frame.to_ndarray(width=self.width, height=height, format="rgb24")
-            self.error = None
-
-    def close(self) -> None:
-        self._stop.set()
+def analysed_picture(picture: dict) -> Image.Image:
+    """`Sink.picture` ({"jpeg", "visual", "text", ...}) drawn: the key frame with its own boxes."""
+    frame = np.asarray(Image.open(io.BytesIO(picture["jpeg"])).convert("RGB"))
+    return draw_boxes(frame, picture.get("visual"), text=picture.get("text"))
 
 
 def draw_boxes(frame: np.ndarray, visual: dict | None, text: list[dict] | None = None) -> Image.Image:

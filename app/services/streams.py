@@ -180,6 +180,7 @@ class StreamManager:
         standing = options.grounding.standing if watches is None else watches
         options.grounding = replace(options.grounding, standing=check_watches(standing))
         make_watchable(options)
+        options.stages = replace(options.stages, keep_picture=True)  # live views draw boxes on their own picture
         if zones or lines or track:  # tracking with these zones and lines (checked as the CLI's flags are)
             from app.services.settings import enable_tracking
             from models.zones import parse_layout
@@ -327,6 +328,15 @@ class StreamManager:
             return stream.pipeline.feed(since, timeout=10)
         except Exception:
             return [item for item in stream.final_feed if item[0] > since]
+
+    def picture(self, stream: LiveStream) -> dict | None:
+        """The latest analysed picture of a running stream with its own boxes (`Sink.picture`), else None."""
+        if stream.terminal or stream.pipeline is None:
+            return None
+        try:
+            return stream.pipeline.picture(timeout=5)
+        except Exception:
+            return None
 
     def health(self, stream: LiveStream) -> dict:
         """Ingest counters and the sink's per-second end-to-end latencies (for /metrics and the API)."""

@@ -29,6 +29,9 @@ class Sink:
             self.store = Store(db_path)
         self.feed: deque | None = deque(maxlen=feed_size) if feed_size > 0 else None
         self.seq = 0
+        # The latest analysed picture with its own boxes, for live views: {"time", "jpeg", "visual", "text"}, all
+        # of one second (never in the feed: a JPEG a second would fill it).
+        self.picture: dict | None = None
         self.write_s = 0.0  # seconds spent taking records (result rows, store, webhook queue, feed)
         # (kind, line or zone, label, direction or zone event) -> count, for Prometheus: the names are the
         # configured ones and the labels the detector's, so the label sets stay bounded
@@ -53,6 +56,9 @@ class Sink:
             self.store.append_rows(self.job_id, self.builder.source, record.events_closed, record.transcript,
                                    record.alerts + tracking_rows(record))
         self.seq += 1
+        if record.picture:
+            self.picture = {"time": record.start, "jpeg": record.picture, "visual": record.visual,
+                            "text": record.text, "tracks": record.tracked}
         if self.feed is not None:
             self.feed.append((self.seq, {"time": record.end, "events": record.events_closed,
                                          "moments": record.moments, "transcript": record.transcript,

@@ -296,6 +296,11 @@ class IngestActor:
         with self.sink_lock:
             return self.sink.latencies()
 
+    def picture(self) -> dict | None:
+        """The latest analysed picture with its own boxes (`Sink.picture`)."""
+        with self.sink_lock:
+            return self.sink.picture
+
     def result(self, *args, **kwargs) -> dict:
         """The sink's result (`Sink.result`)."""
         with self.sink_lock:

@@ -81,6 +81,10 @@ class Pipeline:
         """The sink's feed items after sequence number `since`, for live subscribers."""
         return self._ray.get(self.sink.feed_since.remote(since), timeout=timeout)
 
+    def picture(self, timeout: float | None = None) -> dict | None:
+        """The latest analysed picture and its own boxes (with `StageConfig.keep_picture`), or None."""
+        return self._ray.get(self.sink.picture.remote(), timeout=timeout)
+
     def latencies(self, timeout: float | None = None) -> list[float]:
         """Seconds from each segment's completion to its record reaching the sink."""
         return self._ray.get(self.sink.latencies.remote(), timeout=timeout)

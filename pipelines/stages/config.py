@@ -47,6 +47,9 @@ class StageConfig:
     ocr_budget_ms: float = 150.0
     ocr_read_ms: float = 40.0  # what the budget charges a reading (ocr.py: a model of the cost, not the clock)
     ocr_line_ms: float = 25.0  # ... and each line it reads
+    # Live views (the dashboard): the visual stage keeps the JPEG of each second's key
+    # frame, the picture its boxes were found on, so they are drawn on that picture and no other.
+    keep_picture: bool = False
     ocr_change: float = 0.005  # the fraction of the picture that must change for a new reading
     ocr_side: int = 640  # the detector's longest side (chosen on signs val: docs/results/signs_ocr.json)
     ocr_min_score: float = 0.5

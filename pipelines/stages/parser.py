@@ -192,6 +192,7 @@ class ParserStage:
         record.tags = audio.get("tags", {})
         record.level_db = audio.get("level_db")
         record.visual = (visual or {}).get("visual")
+        record.picture = (visual or {}).get("picture")
         record.events_closed, record.events_active = closed, active
         record.anticipation = anticipation
         record.transcript = speech["transcript"]

@@ -20,6 +20,7 @@ class Second:
     tags: dict[str, float] = field(default_factory=dict)  # AudioSet tags shown for this second
     level_db: float | None = None
     visual: dict | None = None  # readable detections: persons, objects, faces, pose, motion, camera trouble
+    picture: bytes | None = None  # the parser, from visual with `keep_picture`: the JPEG `visual`'s boxes are on
     text: list[dict] = field(default_factory=list)  # the parser, from ocr: text on screen {"text", "box", "score"}
     events_closed: list[dict] = field(default_factory=list)  # events that ended (final rows)
     events_active: list[dict] = field(default_factory=list)  # events still open at this second

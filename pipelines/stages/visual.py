@@ -55,5 +55,16 @@ class VisualStage:
         if self.analyzer is None or not seg.frames:
             return {"index": seg.index, "visual": None, "vector": None, "available": False}
         result = self.analyzer.analyze(seg.frames, seg.frame_times)
-        return {"index": seg.index, "visual": self.analyzer.readable(result), "vector": self.analyzer.vector(result),
-                "available": True, "frames": result["_frames"]}
+        out = {"index": seg.index, "visual": self.analyzer.readable(result), "vector": self.analyzer.vector(result),
+               "available": True, "frames": result["_frames"]}
+        if self.config.keep_picture:
+            out["picture"] = key_frame_jpeg(seg.frames[len(seg.frames) // 2])
+        return out
+
+
+def key_frame_jpeg(rgb, quality: int = 80) -> bytes:
+    """The key frame as a JPEG (the one the detector, pose and faces ran on; its pixel size is `frame_size`)."""
+    import cv2
+
+    ok, data = cv2.imencode(".jpg", rgb[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, quality])
+    return data.tobytes() if ok else b""
