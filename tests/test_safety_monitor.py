@@ -93,6 +93,10 @@ def test_child_near_knife_help_call_and_covered_camera(retriever):
     assert feed(mon, [SecondSignals(time=11.0, speech_text="can you pass the salt")]) == []
     covered = feed(mon, [SecondSignals(time=float(t), camera_trouble="covered") for t in range(20, 25)])
     assert len(covered) == 1 and covered[0].time == 23.0
+    assert covered[0].reason.startswith("The camera has been covered for 3 s")  # not "Camera camera"
+    named = feed(monitor(retriever, segment_s=1000),
+                 [SecondSignals(time=float(t), camera="door", camera_trouble="dark") for t in range(5)])
+    assert named[0].reason.startswith("Camera door has been dark")
 
 
 def test_cooldown_suppresses_repeats(retriever):

@@ -149,6 +149,11 @@ class FastRules:
             return None
         severity = "warning" if st.trouble == "covered" else "info"
         return Alert(time=s.time, severity=severity, rule="The safety camera must keep a clear view",
-                     reason=f"Camera {s.camera} has been {st.trouble} for {s.time - st.trouble_since:.0f} s; "
+                     reason=f"{camera_name(s.camera)} has been {st.trouble} for {s.time - st.trouble_since:.0f} s; "
                             "risks in its view cannot be seen.",
                      evidence=[f"t={st.trouble_since:.1f}s camera {st.trouble}"])
+
+
+def camera_name(camera: str | None) -> str:
+    """"The camera" for the default (unnamed) one, else "Camera <name>" (never "Camera camera")."""
+    return f"Camera {camera}" if camera and camera.lower() != "camera" else "The camera"
