@@ -209,7 +209,7 @@ def analysis_options(args) -> AnalyzeOptions:
         raise BadInput(f"--asr-model {asr_model}: not a CTranslate2 Whisper model folder (no model.bin)")
     prompt, escalation = flag("visual_prompt"), flag("safety_escalation")
     if prompt and not Path(prompt).is_file():
-        raise BadInput(f"--visual-prompt {prompt}: no such file (fit one with foresight train acavp)")
+        raise BadInput(f"--visual-prompt {prompt}: no such file (fit one: docs/training/acavp.md)")
     if escalation and escalation != "robust" and not Path(escalation).is_file():
         raise BadInput(f"--safety-escalation {escalation}: say 'robust' or give a policy JSON file")
     stages = StageConfig(asr=not flag("no_asr", False), asr_model=flag("asr_model"), tags=not flag("no_tags", False),

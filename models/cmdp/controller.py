@@ -1,6 +1,6 @@
 """The online latency-budget controller for the live pipeline: the primal-dual learner on the pipeline CMDP.
 
-Usage, once per second of stream (pipelines-independent; `pipelines/budget.py` wires it into the live ingest):
+Usage, once per second of stream (pipelines-independent; `pipelines/spine/budget.py` wires it into the live ingest):
     ctl = BudgetController(BudgetConfig(latency_budget_s=1.0))
     action = ctl.decide(index)            # before second `index` is analysed: Action(tier, fps)
     ctl.observe(index, latency_s, busy)   # once its result is out: measured latency, speech/people seen
