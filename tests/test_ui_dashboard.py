@@ -46,6 +46,8 @@ def test_live_state_keeps_only_new_feed_items_and_the_latest_tags():
     assert len(live.events) == 3  # bounded
     assert rolling_transcript([{"start": 65.0, "end": 66, "text": "later"}, {"start": 1.0, "end": 2, "text": "first"}],
                               1) == ["[01:05] later"]
+    many = [{"start": float(t), "end": t + 1.0, "text": f"line {t}"} for t in range(30)]
+    assert len(rolling_transcript(many)) == 30 and rolling_transcript(many)[0] == "[00:00] line 0"  # a file: all
     frame = moments_frame([{"source": "a.mp4", "start": 1, "end": 2, "score": 0.5, "text": "x", "method": "text-match",
                             "modality_weights": {"visual": 0.1, "audio": 0.2, "speech": 0.7}}])
     assert frame.loc[0, ["visual", "audio", "speech"]].tolist() == [0.1, 0.2, 0.7]

@@ -8,9 +8,10 @@ import pandas as pd
 from ui.timeline import human_label, mmss
 
 
-def rolling_transcript(transcript: list[dict], last_n: int = 12) -> list[str]:
-    """The last `last_n` transcript lines as `[mm:ss] text`."""
-    return [f"[{fmt_time(t['start'])}] {t['text']}" for t in sorted(transcript, key=lambda t: t["start"])[-last_n:]]
+def rolling_transcript(transcript: list[dict], last_n: int | None = None) -> list[str]:
+    """The transcript lines (the last `last_n`, or all) as `[mm:ss] text`, in time order."""
+    lines = [f"[{fmt_time(t['start'])}] {t['text']}" for t in sorted(transcript, key=lambda t: t["start"])]
+    return lines[-last_n:] if last_n else lines
 
 
 def alert_lines(alerts: list[dict]) -> list[str]:

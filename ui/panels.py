@@ -102,8 +102,11 @@ def show_panels(events: list[dict], transcript: list[dict], alerts: list[dict], 
     left, right = st.columns(2)
     with left:
         st.subheader("Transcript")
-        lines = rolling_transcript(transcript)
-        st.code("\n".join(lines) if lines else "(no speech yet)", language=None, wrap_lines=True)
+        lines = rolling_transcript(transcript, last_n=500 if live is not None else None)
+        empty = "(no speech yet)" if live is not None else "(no speech in this clip)"
+        # a scrolling box: the whole transcript of a file, the last 500 lines of a live source
+        st.code("\n".join(lines) if lines else empty, language=None, wrap_lines=True,
+                height="content" if len(lines) <= 14 else 320)
     with right:
         st.subheader("Alerts")
         for line in alert_lines(alerts) or ["no alerts"]:

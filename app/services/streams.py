@@ -195,7 +195,8 @@ class StreamManager:
                          "/dev/videoN device; upload files to /v1/analyze")
         with self._lock:
             if sum(not s.terminal for s in self.streams.values()) >= self.max_streams:
-                raise TooManyStreams(f"{self.max_streams} streams are running already")
+                raise TooManyStreams(f"{self.max_streams} stream{'s are' if self.max_streams != 1 else ' is'} "
+                                     "running already (the limit)")
             sid = stream_id or uuid.uuid4().hex[:12]
             job_id = f"stream-{sid}" + (f"-r{restarts}" if restarts else "")
             if self.recordings is not None and self.retention is not None:
