@@ -21,6 +21,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 METRICS = ("num_frames", "num_objects", "mota", "idf1", "num_switches", "precision", "recall",
            "num_false_positives", "num_misses", "mostly_tracked", "num_unique_objects")
 SAMPLE_S = 0.25  # the tracker's default 4 samples a second
@@ -29,7 +31,6 @@ SAMPLE_S = 0.25  # the tracker's default 4 samples a second
 def accumulate(truth: dict, tracks: list[dict]):
     """A motmetrics accumulator of one clip: truth boxes against the tracks' path boxes at the same frames."""
     import motmetrics as mm
-    import numpy as np
 
     fps, (w, h) = truth["fps"], truth["size"]
     hyps: dict[int, list[tuple[int, list[float]]]] = {}
@@ -55,7 +56,6 @@ def iou_distance(objs, hyps, max_distance: float = 0.5):
     """motmetrics' `iou_matrix` (1 - IoU, NaN beyond `max_distance`: no match below IoU 0.5) on float arrays;
     1.4.0's own calls `np.asfarray`, which NumPy 2 removed, so this calls its `boxiou` directly."""
     import motmetrics as mm
-    import numpy as np
 
     objs, hyps = np.asarray(objs, np.float64).reshape(-1, 4), np.asarray(hyps, np.float64).reshape(-1, 4)
     if objs.size == 0 or hyps.size == 0:
@@ -85,15 +85,39 @@ def line_errors(truth: dict, crossings: list[dict]) -> tuple[int, int]:
     return sum(abs(counted.get(k, 0) - want.get(k, 0)) for k in keys), sum(want.values())
 
 
-def analyse(clip: Path, line: str) -> dict:
-    """The pipeline's result for one clip, tracking on through the counting line."""
+def options(line: str):
+    """The pipeline's options for a clip: tracking on through the counting line, speech, sounds, OCR and the
+    safety monitor off (they do not feed the tracker)."""
     from app.services.settings import add_analysis_flags, analysis_options
-    from pipelines import analyze_inline
 
     p = argparse.ArgumentParser()
     add_analysis_flags(p)
-    opts = analysis_options(p.parse_args(["--no-asr", "--no-tags", "--no-safety", "--no-ocr", "--line", line]))
-    return analyze_inline(str(clip), opts)
+    return analysis_options(p.parse_args(["--no-asr", "--no-tags", "--no-safety", "--no-ocr", "--line", line]))
+
+
+def analyse(clip: Path, line: str) -> dict:
+    """The pipeline's result for one clip."""
+    from pipelines import analyze_inline
+
+    return analyze_inline(str(clip), options(line))
+
+
+def track_truth(truth: dict) -> dict:
+    """The tracking stage alone on the true boxes at its sampling rate (score 1, the true class): what the
+    tracker and line logic lose with a perfect detector. Returns {"tracks", "crossings"} like the result."""
+    from pipelines.stages.record import Second
+    from pipelines.stages.tracking import TrackStage
+
+    stage, fps = TrackStage(options(truth["line"]).stages), truth["fps"]
+    classes = {o["id"]: o["coco_class"] for o in truth["objects"]}
+    step = int(round(SAMPLE_S * fps))
+    crossings = []
+    for second in range(int(np.ceil(len(truth["frames"]) / fps))):
+        frames = [{"t": f / fps, "size": truth["size"],
+                   "detections": [{"box": b[1:], "score": 1.0, "label": classes[b[0]]} for b in truth["frames"][f]]}
+                  for f in range(second * fps, min((second + 1) * fps, len(truth["frames"])), step)]
+        crossings += stage.process(Second(index=second, start=second, end=second + 1), {"frames": frames}).crossings
+    return {"tracks": stage.finish(Second.closing()).tracks, "crossings": crossings}
 
 
 def evaluate(root: Path, split: str, limit: int | None = None) -> dict:
@@ -101,7 +125,8 @@ def evaluate(root: Path, split: str, limit: int | None = None) -> dict:
     truths = sorted((root / "truth").glob(f"{split}*.json"))[:limit]
     if not truths:
         raise FileNotFoundError(f"no {split} clips under {root}: python -m benchmarks.tracking --build --out {root}")
-    accs, names, clips = [], [], {}
+    accs, oracle, names, clips = [], [], [], {}
+    oracle_errors = 0
     for path in truths:
         truth = json.loads(path.read_text())
         started = time.perf_counter()
@@ -110,6 +135,9 @@ def evaluate(root: Path, split: str, limit: int | None = None) -> dict:
         acc = accumulate(truth, result.get("tracks", []))
         accs.append(acc)
         names.append(path.stem)
+        ideal = track_truth(truth)
+        oracle.append(accumulate(truth, ideal["tracks"]))
+        oracle_errors += line_errors(truth, ideal["crossings"])[0]
         err, true_n = line_errors(truth, result.get("crossings", []))
         sampled = len(acc.events.index.get_level_values(0).unique())
         stages = result["timings"]["stages"]
@@ -122,15 +150,18 @@ def evaluate(root: Path, split: str, limit: int | None = None) -> dict:
     mot = mot_summary(accs, names)
     for name, row in clips.items():
         row.update(mot[name])
-    sampled = sum(c["sampled_frames"] for c in clips.values())
-    overall = {**mot["OVERALL"], "clips": len(clips), "line_abs_error": sum(c["line_abs_error"] for c in clips.values()),
-               "true_crossings": sum(c["true_crossings"] for c in clips.values()),
-               "tracking_ms": sum(c["tracking_ms"] * c["sampled_frames"] for c in clips.values()) / sampled,
-               "detector_ms": sum(c["detector_ms"] * c["sampled_frames"] for c in clips.values()) / sampled}
-    for row in [*clips.values(), overall]:
+    rows = clips.values()
+    sampled = sum(c["sampled_frames"] for c in rows)
+    overall = {**mot["OVERALL"], "clips": len(clips), "line_abs_error": sum(c["line_abs_error"] for c in rows),
+               "true_crossings": sum(c["true_crossings"] for c in rows),
+               "tracking_ms": sum(c["tracking_ms"] * c["sampled_frames"] for c in rows) / sampled,
+               "detector_ms": sum(c["detector_ms"] * c["sampled_frames"] for c in rows) / sampled}
+    for row in [*rows, overall]:
         row["tracking_ms"], row["detector_ms"] = round(row["tracking_ms"], 3), round(row["detector_ms"], 1)
+    true_boxes = {**mot_summary(oracle, names)["OVERALL"], "line_abs_error": oracle_errors,
+                  "true_crossings": overall["true_crossings"]}
     return {"split": split, "set": json.loads((root / "trackset.json").read_text()), "overall": overall,
-            "clips": clips}
+            "true_boxes": true_boxes, "clips": clips}
 
 
 def table(report: dict) -> str:
@@ -138,12 +169,12 @@ def table(report: dict) -> str:
     head = (f"{'clip':9} {'obj':>3} {'trk':>3} {'MOTA':>6} {'IDF1':>6} {'IDsw':>4} {'prec':>5} {'rec':>5} "
             f"{'line err':>8} {'track ms':>8} {'det ms':>6}")
     lines = [f"split {report['split']}", head]
-    rows = [*report["clips"].items(), ("overall", report["overall"])]
+    rows = [*report["clips"].items(), ("overall", report["overall"]), ("trueboxes", report["true_boxes"])]
     for name, r in rows:
+        ms = f"{r['tracking_ms']:>8.3f} {r['detector_ms']:>6.1f}" if "tracking_ms" in r else ""
         lines.append(f"{name:9} {r.get('objects', r['num_unique_objects']):>3} {r.get('tracks', ''):>3} "
                      f"{r['mota']:>6.3f} {r['idf1']:>6.3f} {r['num_switches']:>4} {r['precision']:>5.3f} "
-                     f"{r['recall']:>5.3f} {r['line_abs_error']:>3}/{r['true_crossings']:<4} "
-                     f"{r['tracking_ms']:>8.3f} {r['detector_ms']:>6.1f}")
+                     f"{r['recall']:>5.3f} {r['line_abs_error']:>3}/{r['true_crossings']:<4} {ms}")
     return "\n".join(lines)
 
 
