@@ -38,6 +38,8 @@ def pin_threads(n: int | None = None) -> int:
 
     threadpool_limits(n)
     torch = sys.modules.get("torch")
+    if getattr(getattr(torch, "__spec__", None), "_initializing", False):
+        torch = None  # another thread is importing it; that stage pins again once it has loaded (inline build)
     if torch is not None and torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return n
