@@ -159,6 +159,7 @@ TRAIN_EVAL = {
     ("eval", "perception"): "training.perception.cli:eval_main",
     ("train", "corpus"): "training.corpus.cli:build_main",
     ("train", "detset"): "training.perception.detset:build_main",
+    ("train", "trackset"): "training.perception.trackset:build_main",
     ("eval", "training"): "training.cli:eval_training_main",
 }
 

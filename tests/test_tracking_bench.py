@@ -1,0 +1,95 @@
+"""The labelled tracking set and its benchmark: splits share no source file, truth boxes are where the cut-outs
+were pasted (checked on the decoded clip), and the scoring is motmetrics' (perfect tracks score 1, swapped
+identities count switches)."""
+
+from __future__ import annotations
+
+import json
+
+import av
+import numpy as np
+import pytest
+from PIL import Image
+
+from benchmarks.tracking import accumulate, line_errors, mot_summary
+from training.corpus.compose_v3 import split_violations
+from training.perception.detset_sources import Source, assign_splits, available, inventory
+from training.perception.trackset import build, build_clip
+
+needs_sources = pytest.mark.skipif(len(available()) < len(inventory()),
+                                   reason="tuxpaint-stamps-default / tuxtype-data not installed")
+
+
+@needs_sources
+def test_clips_use_only_their_splits_files(tmp_path):
+    build(tmp_path, seed=0, clips={"val": 1, "test": 1})
+    assert split_violations(tmp_path) == {}
+    split_of = assign_splits(available(), 0).split_of
+    for path in sorted((tmp_path / "truth").glob("*.json")):
+        truth = json.loads(path.read_text())
+        assert {split_of[k] for k in truth["sources"]} == {truth["split"]}, path.name
+        assert (tmp_path / truth["clip"]).stat().st_size > 10_000
+        assert len(truth["frames"]) == int(truth["duration_s"] * truth["fps"])
+
+
+def test_truth_boxes_are_where_the_cutout_shows(tmp_path):
+    """A white block cut-out on a black photo: in every decoded frame the bright pixels' box is the truth box."""
+    cut = np.zeros((60, 40, 4), np.uint8)
+    cut[5:55, 4:36] = 255  # opaque 32x50 block in a transparent margin
+    Image.fromarray(cut).save(tmp_path / "block.png")
+    Image.fromarray(np.zeros((480, 640, 3), np.uint8)).save(tmp_path / "black.png")
+    pool = [Source("block", str(tmp_path / "block.png"), "person", "test", "CC0"),
+            Source("black", str(tmp_path / "black.png"), None, "test", "CC0")]
+    truth = build_clip(tmp_path / "c.mp4", np.random.default_rng(3), pool, "val")
+    assert len(truth["objects"]) == 1  # seed 3 draws one walker: bright pixels are its alone
+    checked = 0
+    with av.open(str(tmp_path / "c.mp4")) as clip:
+        for f, frame in enumerate(clip.decode(video=0)):
+            boxes = truth["frames"][f]
+            if len(boxes) != 1:  # one object: the truth's only ambiguity is several blocks touching
+                continue
+            ys, xs = np.nonzero(frame.to_ndarray(format="rgb24").mean(-1) > 128)
+            _, x0, y0, x1, y1 = boxes[0]
+            assert abs(xs.min() - x0) <= 2 and abs(xs.max() + 1 - x1) <= 2, f
+            assert abs(ys.min() - y0) <= 2 and abs(ys.max() + 1 - y1) <= 2, f
+            checked += 1
+    assert checked >= 20
+
+
+def _two_walkers() -> dict:
+    """Two 20x30 boxes on a 100x100 picture at 4 frames a second, walking towards each other for 2 s."""
+    frames = [[[0, 5 + 8 * f, 50, 25 + 8 * f, 80], [1, 75 - 8 * f, 10, 95 - 8 * f, 40]] for f in range(8)]
+    return {"fps": 4, "size": [100, 100], "frames": frames, "crossings": {"door": {"left_to_right": 1}}}
+
+
+def _path(truth: dict, who: list[int]) -> list[list[float]]:
+    """A track's path following truth object `who[f]` at frame f (normalised boxes, as the pipeline's)."""
+    out = []
+    for f, k in enumerate(who):
+        _, x0, y0, x1, y1 = truth["frames"][f][k]
+        out.append([f / truth["fps"], x0 / 100, y0 / 100, x1 / 100, y1 / 100])
+    return out
+
+
+def test_perfect_tracks_score_one():
+    truth = _two_walkers()
+    tracks = [{"id": 7, "path": _path(truth, [0] * 8)}, {"id": 9, "path": _path(truth, [1] * 8)}]
+    row = mot_summary([accumulate(truth, tracks)], ["clip"])["OVERALL"]
+    assert row["mota"] == 1 and row["idf1"] == 1 and row["num_switches"] == 0
+    assert row["precision"] == 1 and row["recall"] == 1 and row["num_frames"] == 8
+
+
+def test_swapped_identities_are_switches():
+    truth = _two_walkers()
+    tracks = [{"id": 7, "path": _path(truth, [0] * 4 + [1] * 4)}, {"id": 9, "path": _path(truth, [1] * 4 + [0] * 4)}]
+    row = mot_summary([accumulate(truth, tracks)], ["clip"])["OVERALL"]
+    assert row["num_switches"] == 2 and row["idf1"] == 0.5 and row["mota"] == 0.875  # 1 - 2 switches / 16
+
+
+def test_frames_without_tracks_are_misses_and_line_counts_are_compared():
+    truth = _two_walkers()
+    row = mot_summary([accumulate(truth, [{"id": 1, "path": _path(truth, [0] * 8)}])], ["clip"])["OVERALL"]
+    assert row["recall"] == 0.5 and row["num_misses"] == 8 and row["num_frames"] == 8
+    assert line_errors(truth, []) == (1, 1)
+    crossings = [{"line": "door", "direction": "left_to_right"}, {"line": "door", "direction": "right_to_left"}]
+    assert line_errors(truth, crossings) == (1, 1)
