@@ -109,6 +109,12 @@ def test_live_picture_with_boxes_refreshes(live):
     first_picture = b.js("document.querySelector('[data-testid=stImage] img').src")
     b.wait_for(f"document.querySelector('[data-testid=stImage] img').src !== {first_picture!r}", 30,
                "a newer picture")
+    b.call("Emulation.setDeviceMetricsOverride", width=420, height=900, deviceScaleFactor=1, mobile=True)
+    try:  # on a phone the picture fits the screen instead of running off it
+        b.wait_for("(r => r.width > 300 && r.right <= 420)(document.querySelector('[data-testid=stImage] img')"
+                   ".getBoundingClientRect())", 30, "the picture within a 420-px screen")
+    finally:
+        b.call("Emulation.clearDeviceMetricsOverride")
 
 
 WATCH_BOX = "textarea[placeholder='an alarm goes off']"

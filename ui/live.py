@@ -70,7 +70,7 @@ def picture(manager: StreamManager, stream: LiveStream) -> None:
         video = (manager.health(stream)["stats"] or {}).get("frames_decoded")
         st.caption("no picture yet" + ("" if video is None or video else ": the source sends no video"))
         return
-    st.image(analysed_picture(shot), width=640,
+    st.image(analysed_picture(shot), width="content",  # its 640 px, or the screen's width on a phone
              caption=f"analysed picture of {fmt_time(shot.get('time') or 0.0)}, with its own boxes")
 
 
