@@ -243,3 +243,29 @@ def test_zones_change_on_a_running_stream(tmp_path, rtsp_server):
         assert "zone_enter" in {z["kind"] for z in result["zone_events"]}
     finally:
         server.stop()
+
+
+def test_a_person_lying_still_is_a_safety_cue():
+    """The tracker's stillness cue reaches the safety rules: a person box wider than tall that stays put for
+    10 s raises one warning for that track; a person standing still raises none; moving re-arms it."""
+    from models.safety.fast_rules import FastRules
+    from pipelines.stages.config import StageConfig
+    from pipelines.stages.record import Second
+    from pipelines.stages.safety import SafetyStage
+    from pipelines.stages.tracking import TrackStage
+
+    stage, signals, rules = TrackStage(StageConfig(track=True, track_fps=4.0)), SafetyStage(StageConfig(safety=False)), FastRules()
+    alerts, seen = [], []
+    for sec in range(26):
+        x = 200 + (3 if sec % 2 else 0) + (150 if sec >= 14 else 0)  # a small sway; then moved at 14 s
+        frames = [{"t": sec + k / 4, "size": [640, 360], "detections": [
+            {"label": "person", "score": 0.9, "box": [x, 250, x + 220, 330]},  # lying: 220 x 80 px
+            {"label": "person", "score": 0.9, "box": [520, 60, 580, 300]}]}  # standing still
+            for k in range(4)]
+        record = stage.process(Second(index=sec, start=float(sec), end=sec + 1.0), {"frames": frames})
+        seen.append({t["id"]: (t["still_s"], t["lying"]) for t in record.tracked})
+        alerts += [(sec, a) for a in rules.update(signals.signals(record))]
+    lying_id = next(tid for tid, (_, lying) in seen[5].items() if lying)
+    assert [sec for sec, _ in alerts] == [10, 24], alerts  # 10 s still; moved at 14 s, still again for 10 s
+    assert all(a.rule == "A person lying still must be checked on" and f"#{lying_id}" in a.reason for _, a in alerts)
+    assert seen[14][lying_id][0] < 1.0 and seen[19][lying_id][0] >= 4.5  # moved: still again from 14 s

@@ -38,6 +38,7 @@ class FastRuleConfig:
     alarm_stay_s: float = 10.0     # alarm heard and people still present this long
     child_hazard_s: float = 2.0    # child and hazard object seen together this long
     camera_trouble_s: float = 3.0  # camera unusable this long
+    lying_still_s: float = 10.0    # a tracked person lying without moving this long (the tracker's stillness cue)
     hazard_objects: tuple[str, ...] = HAZARD_OBJECTS
 
 
@@ -62,7 +63,7 @@ class FastRules:
 
     def update(self, s: SecondSignals) -> list[Alert]:
         return [a for a in (self._fall(s), self._alarm(s), self._child(s), self._distress(s),
-                            self._camera(s)) if a is not None]
+                            self._camera(s), *self._still(s)) if a is not None]
 
     def _once(self, key: str, active: bool) -> bool:
         """True the first second `key` holds; re-armed once it stops holding."""
@@ -137,6 +138,21 @@ class FastRules:
         return Alert(time=s.time, severity="warning", rule="Respond to calls for help",
                      reason="Screaming or shouting was heard.",
                      evidence=[f"t={s.time:.1f}s distress sound p={scream:.2f}"])
+
+    def _still(self, s: SecondSignals) -> list[Alert]:
+        """A tracked person lying still: once per track while it holds (re-armed when they move or get up)."""
+        alerts = []
+        for person in s.still:
+            key = f"still{person['track_id']}"
+            held = bool(person.get("lying")) and float(person.get("still_s", 0.0)) >= self.cfg.lying_still_s
+            if self._once(key, held):
+                alerts.append(Alert(
+                    time=s.time, severity="warning", rule="A person lying still must be checked on",
+                    reason=f"Person #{person['track_id']} has been lying without moving for "
+                           f"{float(person['still_s']):.0f} s; they may need help.",
+                    evidence=[f"t={s.time:.1f}s track {person['track_id']} still {float(person['still_s']):.0f} s, "
+                              "lying"]))
+        return alerts
 
     def _camera(self, s: SecondSignals) -> Alert | None:
         st = self.state

@@ -27,6 +27,8 @@ class SecondSignals:
         positive = falling) and "bbox" [x0, y0, x1, y1] in pixels or normalised units.
     camera_trouble: "dark", "blurred", "covered" or "frozen" when the view is unusable, else None.
     signs: text read on screen in this second (OCR), e.g. ["WET FLOOR"].
+    still: tracked people (with tracking on): "track_id", "still_s" (seconds the box has stayed put) and
+        "lying" (the box is wider than tall on the picture).
     """
 
     time: float
@@ -39,6 +41,7 @@ class SecondSignals:
     pose: list[dict] = field(default_factory=list)
     camera_trouble: str | None = None
     signs: list[str] = field(default_factory=list)
+    still: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not isinstance(self.time, int | float) or self.time != self.time or self.time < 0:

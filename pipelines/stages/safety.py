@@ -55,7 +55,9 @@ class SafetyStage:
             time=float(record.start), camera=self.config.camera, audio_tags=dict(record.tags),
             speech_text=words, events=list(record.events_active),
             persons=vis.get("persons"), objects=dict(vis.get("objects", {})), pose=list(vis.get("pose", [])),
-            camera_trouble=vis.get("camera_trouble"), signs=[t["text"] for t in record.text])
+            camera_trouble=vis.get("camera_trouble"), signs=[t["text"] for t in record.text],
+            still=[{"track_id": t["id"], "still_s": t["still_s"], "lying": t["lying"]}
+                   for t in record.tracked if "still_s" in t])
 
     def process(self, record: Second) -> Second:
         if self.monitor is None or record.index is None:

@@ -16,6 +16,8 @@ from pipelines.stages.config import StageConfig
 from pipelines.stages.record import Second
 
 PATH_STEP_S = 0.25  # a track's path keeps at most one box per quarter second of the stream clock
+STILL_MOVE = 0.03  # a person whose box centre stays within this (of the picture) is still
+LYING_ASPECT = 1.2  # a person box this much wider than tall (in pixels) is lying
 
 
 def side_of(line, x: float, y: float) -> str:
@@ -34,6 +36,7 @@ class TrackStage:
         self._anchor: dict[int, tuple[float, float]] = {}  # a track's last bottom-centre point (normalised)
         self._inside: dict[tuple[int, str], float] = {}  # (track, zone) -> time it entered
         self._loitered: set[tuple[int, str]] = set()
+        self._still: dict[int, tuple[float, tuple[float, float]]] = {}  # person track -> (still since, where)
         self.tracker = None
         if self.config.track:
             from trackers import ByteTrackTracker
@@ -57,6 +60,7 @@ class TrackStage:
     def close(self) -> None:
         self.tracks.clear()
         self._inside.clear()
+        self._still.clear()
         self.tracker = None
 
     def process(self, record: Second, visual: dict | None) -> Second:
@@ -66,6 +70,8 @@ class TrackStage:
         for frame in visual["frames"]:
             for tid, label, score, box in self._update(frame):
                 seen[tid] = {"id": tid, "label": label, "box": box}
+                if label == "person":
+                    seen[tid].update(self._stillness(frame, tid, box))
                 self._follow(record, frame["t"], tid, label, score, box)
         record.tracked = sorted(seen.values(), key=lambda s: s["id"])
         return record
@@ -90,6 +96,18 @@ class TrackStage:
             score = float(out.confidence[i]) if out.confidence is not None else 0.0
             found.append((tid, str(out.data["label"][i]), score, box))
         return found
+
+    def _stillness(self, frame: dict, tid: int, box: list[float]) -> dict:
+        """The safety monitor's stillness cue for a person track: how long its box centre has stayed within
+        `STILL_MOVE` (of the picture) of where it settled, and whether the box is wider than tall (lying)."""
+        t, (w, h) = frame["t"], frame["size"]
+        centre = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+        since, where = self._still.get(tid, (t, centre))
+        if max(abs(centre[0] - where[0]), abs(centre[1] - where[1])) > STILL_MOVE:
+            since, where = t, centre
+        self._still[tid] = (since, where)
+        lying = (box[2] - box[0]) * w > LYING_ASPECT * (box[3] - box[1]) * h
+        return {"still_s": round(t - since, 3), "lying": bool(lying)}
 
     def _follow(self, record: Second, t: float, tid: int, label: str, score: float, box: list[float]) -> None:
         track = self.tracks.get(tid)
