@@ -269,3 +269,36 @@ def test_a_person_lying_still_is_a_safety_cue():
     assert [sec for sec, _ in alerts] == [10, 24], alerts  # 10 s still; moved at 14 s, still again for 10 s
     assert all(a.rule == "A person lying still must be checked on" and f"#{lying_id}" in a.reason for _, a in alerts)
     assert seen[14][lying_id][0] < 1.0 and seen[19][lying_id][0] >= 4.5  # moved: still again from 14 s
+
+
+def test_zone_watch_parsing():
+    from models.encoders.detector import coco_labels
+    from models.zone_watch import zone_watch
+
+    labels, zones = tuple(coco_labels()), ("door", "back_door", "lot")
+    assert zone_watch("a person stays in the doorway", zones, labels) is None  # "doorway" is not "door"
+    w = zone_watch("someone waits at the back door", zones, labels)
+    assert (w.zone, w.kind, w.labels) == ("back_door", "loiter", ("person",))
+    w = zone_watch("a car leaves the lot", zones, labels)
+    assert (w.zone, w.kind, w.labels) == ("lot", "zone_exit", ("car",))
+    assert zone_watch("anything enters the lot", zones, labels).labels is None
+    assert zone_watch("a phone rings", zones, labels) is None
+
+
+def test_a_watch_that_names_a_zone_fires_on_its_zone_events(tmp_path):
+    """`--watch "a person stays in right"` fires once, from the tracker's loiter event (not the grounder);
+    a watch for a car entering it does not fire."""
+    from dataclasses import replace
+
+    from pipelines import analyze_inline
+
+    path = tmp_path / "walk.mp4"
+    _scene(path, back=False)
+    options = _options(*LAYOUT)
+    options.grounding = replace(options.grounding, standing=["a person stays in right", "a car enters right"])
+    result = analyze_inline(str(path), options)
+    loiter = next(z for z in result["zone_events"] if z["kind"] == "loiter")
+    fired = [m for m in result["moments"] if m.get("standing")]
+    assert [(m["query"], m["method"], m["zone"], m["track_id"]) for m in fired] == [
+        ("a person stays in right", "zone", "right", loiter["track_id"])]
+    assert fired[0]["end"] == loiter["time"] and fired[0]["start"] < fired[0]["end"]

@@ -238,7 +238,8 @@ def analysis_options(args) -> AnalyzeOptions:
             raise BadInput(str(exc)) from None
     opts.grounding = GroundingConfig(queries=list(getattr(args, "query", None) or []),
                                      standing=list(getattr(args, "watch", None) or []),
-                                     checkpoint=getattr(args, "grounding_model", None))
+                                     checkpoint=getattr(args, "grounding_model", None),
+                                     zones=tuple(z.name for z in opts.stages.zones))  # watches may name one
     if getattr(args, "duration", None) is not None:
         if not 0 < args.duration < math.inf:
             raise BadInput("--duration must be a positive number of seconds")
@@ -285,6 +286,7 @@ def enable_tracking(opts, zones: tuple, lines: tuple, track_fps: float | None = 
     opts.stages = replace(s, track=True, track_fps=track_fps or s.track_fps or 4.0, zones=tuple(zones),
                           lines=tuple(lines), loiter_s=loiter_s or s.loiter_s)
     opts.sample_fps = max(opts.sample_fps, opts.stages.track_fps)
+    opts.grounding = replace(opts.grounding, zones=tuple(z.name for z in zones))  # watches may name a zone
 
 
 def _check_language(language: str) -> None:

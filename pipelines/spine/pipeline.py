@@ -109,6 +109,10 @@ class Pipeline:
         config = dataclasses.replace(self.configs["tracking"], zones=tuple(zones), lines=tuple(lines))
         self._ray.get(self.ingest.set_config.remote("tracking", config), timeout=timeout)
         self.configs["tracking"] = config
+        if "grounding" in self.configs:  # watches naming a zone follow the new zones
+            grounding = dataclasses.replace(self.configs["grounding"], zones=tuple(z.name for z in zones))
+            self._ray.get(self.ingest.set_config.remote("grounding", grounding), timeout=timeout)
+            self.configs["grounding"] = grounding
 
     def done(self, timeout: float = 0.0) -> bool:
         ready, _ = self._ray.wait([self.run_ref], timeout=timeout)

@@ -98,6 +98,9 @@ class GroundingConfig:
     index_db: str | None = None  # also store the per-second features in this database's grounding index
     index_source: str | None = None  # the id the source gets in that index
     watchable: bool = False  # a live stream whose standing queries may change while it runs keeps this stage
+    # The stream's zone names (with tracking): a standing query that names one is answered by the tracker's zone
+    # events (models/zone_watch.py), not by the grounder.
+    zones: tuple[str, ...] = ()
 
     @property
     def enabled(self) -> bool:

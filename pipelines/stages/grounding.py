@@ -56,6 +56,7 @@ class GroundingStage:
         self.labels: list[dict] = []  # every class the taggers named, per second (the grounder's evidence)
         self.fired: dict[str, list[tuple[float, float]]] = {q: [] for q in config.standing}
         self.t0: float | None = None
+        self._watch_zones(config)
 
     def reconfigure(self, config: GroundingConfig) -> None:
         """New standing queries for a running stream (the ingest sends the new config with every call): a query
@@ -65,6 +66,18 @@ class GroundingStage:
                 raise BadInput("queries must not be empty")
         self.fired = {q: self.fired.get(q, []) for q in config.standing}
         self.config = config
+        self._watch_zones(config)
+
+    def _watch_zones(self, config: GroundingConfig) -> None:
+        """Split the standing queries: those naming a zone are zone watches (each fires once per track)."""
+        from models.encoders.detector import coco_labels
+        from models.zone_watch import zone_watch
+
+        labels = tuple(coco_labels()) if config.zones else ()
+        watches = {q: zone_watch(q, config.zones, labels) for q in config.standing}
+        self.zone_watches = {q: w for q, w in watches.items() if w is not None}
+        old = getattr(self, "zone_fired", {})
+        self.zone_fired = {q: old.get(q, set()) for q in self.zone_watches}
 
     def _append(self, record: Second, audio: dict, visual: dict) -> None:
         if self.t0 is None:
@@ -133,17 +146,30 @@ class GroundingStage:
             return record
         self._append(record, audio, visual)
         n = len(self.audio)
-        fired = []
-        if self.config.standing and n % self.config.check_every_s == 0:
+        fired = self._zone_moments(record)
+        grounded = [q for q in self.config.standing if q not in self.zone_watches]
+        if grounded and n % self.config.check_every_s == 0:
             lo = max(0, n - self.config.lookback_s)
             clip = self.features().window(lo, n)
-            for query in self.config.standing:
+            for query in grounded:
                 for m in self._moments(query, offset=lo, clip=clip)[:1]:
                     if m["score"] >= self.fire_threshold and not self._seen(query, m):
                         self.fired[query].append((m["start"], m["end"]))
                         fired.append({**m, "standing": True, "fired_at": record.end})
         record.moments = record.moments + fired
         return record
+
+    def _zone_moments(self, record: Second) -> list[dict]:
+        """The zone watches this second's zone events fire (once per watch and track)."""
+        from models.zone_watch import zone_moment
+
+        out = []
+        for query, watch in self.zone_watches.items():
+            for event in record.zone_events:
+                if watch.matches(event) and event.get("track_id") not in self.zone_fired[query]:
+                    self.zone_fired[query].add(event.get("track_id"))
+                    out.append(zone_moment(watch, event, record.end))
+        return out
 
     def _seen(self, query: str, m: dict) -> bool:
         return any(min(e, m["end"]) - max(s, m["start"]) > 0 for s, e in self.fired[query])
