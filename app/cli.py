@@ -66,7 +66,9 @@ def cmd_analyze(args) -> int:
     if spec.kind is SourceKind.FILE and not spec.live:  # the same cap as `serve --max-duration`, from the header
         from app.services.uploads import media_within
 
-        media_within(Path(spec.uri), args.max_duration, "--max-duration")
+        info = media_within(Path(spec.uri), args.max_duration, "--max-duration")
+        if not info.has_video and (args.zone or args.line or args.track):
+            raise BadInput(f"{args.source}: has no picture, and tracking, zones and lines need one")
 
     from app.services.settings import analysis_options
     from app.summary import render_summary

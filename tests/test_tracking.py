@@ -115,6 +115,18 @@ def test_bad_zone_on_the_cli_exits_2_before_models_load(capsys, tmp_path):
     assert len(err) == 1 and "at least 3 points" in err[0]
 
 
+def test_a_zone_on_an_audio_only_file_exits_2(capsys, tmp_path):
+    import soundfile
+
+    from app.cli import main
+
+    wav = tmp_path / "talk.wav"
+    soundfile.write(wav, np.zeros(3 * 16000, np.float32), 16000)
+    assert main(["analyze", str(wav), "--line", "door=0.5,0,0.5,1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has no picture, and tracking, zones and lines need one" in err[0]
+
+
 def test_tracking_raises_the_sampling_rate():
     opts = _options("--track")
     assert opts.stages.track and opts.sample_fps >= 4
