@@ -210,13 +210,18 @@ def draw_examples(root: str | Path, out: str | Path, split: str = "test", n: int
     sheet.quantize(256).save(out, optimize=True)  # a palette keeps the committed PNG small
 
 
-def build_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="foresight train detset", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=Path("data/detset"), help="output folder (default data/detset)")
+def set_parser(name: str, doc: str, counts: dict[str, int], unit: str) -> argparse.ArgumentParser:
+    """`foresight train NAME`'s flags for a labelled set built by split: --out, --seed and a count per split."""
+    p = argparse.ArgumentParser(prog=f"foresight train {name}", description=doc.split("\n\n")[0])
+    p.add_argument("--out", type=Path, default=Path(f"data/{name}"), help=f"output folder (default data/{name})")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    for split in SPLITS:
-        p.add_argument(f"--{split}", type=int, default=IMAGES[split], metavar="N",
-                       help=f"images in {split} (default {IMAGES[split]})")
+    for split, n in counts.items():
+        p.add_argument(f"--{split}", type=int, default=n, metavar="N", help=f"{unit} in {split} (default {n})")
+    return p
+
+
+def build_main(argv: list[str]) -> int:
+    p = set_parser("detset", __doc__, {s: IMAGES[s] for s in SPLITS}, "images")
     p.add_argument("--figure", type=Path, metavar="PNG", help="also draw six test images with their boxes")
     a = p.parse_args(argv)
     counts = {s: getattr(a, s) for s in SPLITS}

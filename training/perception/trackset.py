@@ -20,7 +20,6 @@ objects, per-frame boxes, true crossings) and `trackset.json` (counts per split)
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
@@ -30,7 +29,15 @@ import numpy as np
 
 from models.zones import LineSpec, parse_line
 from pipelines.stages.tracking import side_of
-from training.perception.detset import HEIGHT, MAX_UPSCALE, WIDTH, background_crop, paste, tight_box
+from training.perception.detset import (
+    HEIGHT,
+    MAX_UPSCALE,
+    WIDTH,
+    background_crop,
+    paste,
+    set_parser,
+    tight_box,
+)
 from training.perception.detset_sources import Source, assign_splits, available, load_background, load_cutout
 
 FPS = 12  # 3 frames a quarter second: the tracker's 4 samples a second fall on whole frames
@@ -194,12 +201,7 @@ def build(out: str | Path, seed: int = 0, clips: dict[str, int] | None = None) -
 
 
 def build_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="foresight train trackset", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=Path("data/trackset"), help="output folder (default data/trackset)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    for split in SPLITS:
-        p.add_argument(f"--{split}", type=int, default=CLIPS[split], metavar="N",
-                       help=f"clips in {split} (default {CLIPS[split]})")
+    p = set_parser("trackset", __doc__, {s: CLIPS[s] for s in SPLITS}, "clips")
     a = p.parse_args(argv)
     try:
         summary = build(a.out, a.seed, {s: getattr(a, s) for s in SPLITS})
