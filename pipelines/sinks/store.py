@@ -77,7 +77,8 @@ class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if not self.path.exists():  # owner-only: persistent streams keep their source, credentials included
+        # owner-only: persistent streams keep their source, credentials included (":memory:" is no file at all)
+        if str(path) != ":memory:" and not self.path.exists():
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         self._lock = threading.RLock()
         self.db = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
