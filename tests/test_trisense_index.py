@@ -109,8 +109,10 @@ def test_persistence_and_reindex_on_model_change(tmp_path, grounder):
     assert conn.execute("SELECT value FROM grounding_meta WHERE key='model'").fetchone()[0] != ""
 
 
-def test_bad_input(tmp_path, grounder):
+def test_bad_input(tmp_path, grounder, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     index = GroundingIndex(":memory:", grounder)
+    assert list(tmp_path.iterdir()) == []  # an in-memory index writes no file named ":memory:"
     with pytest.raises(ValueError):
         index.add("x", ClipFeatures(visual=np.zeros((5, 7), np.float32)))
     with pytest.raises(ValueError):
