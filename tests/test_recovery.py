@@ -114,3 +114,24 @@ def wait_status(client, stream_id: str, status: str, server: ApiServer, timeout:
         assert now in ("starting", "running"), server.tail()
         time.sleep(0.5)
     assert now == status, server.tail()
+
+
+def test_the_reaper_finds_what_the_owner_started_by_its_token():
+    """A process started after the reaper carries its token, so it is ended even when nobody saw it: its
+    parent (e.g. a raylet) may be gone by then, and it is no longer anyone's descendant."""
+    import subprocess
+    import sys
+
+    from pipelines.spine.reaper import TOKEN_VARIABLE, marked
+
+    token = f"test-{os.getpid()}-{time.time_ns()}"
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             env={**os.environ, TOKEN_VARIABLE: token})
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             env={**os.environ, TOKEN_VARIABLE: token + "x"})
+    try:
+        assert set(marked(token)) == {child.pid}
+    finally:
+        for p in (child, other):
+            p.kill()
+            p.wait()
