@@ -267,6 +267,34 @@ def test_pose_skeletons_are_drawn_where_the_landmarks_are():
     assert not out[:, :90].any() and not out[:, 310:].any()  # and nothing beyond the shoulders
 
 
+def test_track_ids_zones_and_lines_are_drawn_on_the_picture():
+    """A detection gets the id of the same-label track it overlaps (the tracker's box is from another frame of
+    the second, a little off); zones and lines are drawn where their 0-1 coordinates say, with their names."""
+    import numpy as np
+
+    from models.zones import parse_layout
+    from ui.live import line_counts
+    from ui.picture import LINE_COLOR, ZONE_COLOR, draw_boxes, draw_layout, track_ids
+
+    dets = [{"label": "car", "score": 0.8, "box": [100, 100, 200, 160]},
+            {"label": "dog", "score": 0.7, "box": [300, 50, 360, 120]}]
+    tracks = [{"id": 7, "label": "car", "box": [110, 104, 210, 164]}, {"id": 9, "label": "car", "box": [300, 50, 360, 120]}]
+    assert track_ids(dets, tracks) == [7, None]  # the dog's place holds a car track: not the dog's
+    zones, lines = parse_layout(["door=0.1,0.1 0.4,0.1 0.4,0.9 0.1,0.9"], ["gate=0.5,0,0.5,1"])
+    image = draw_boxes(np.zeros((200, 400, 3), np.uint8), {"frame_size": [400, 200], "detections": dets}, tracks=tracks)
+    draw_layout(image, zones, lines)
+    out = np.asarray(image)
+    hexrgb = lambda c: tuple(int(c[i:i + 2], 16) for i in (1, 3, 5))  # noqa: E731
+    assert tuple(out[100, 40]) == hexrgb(ZONE_COLOR)  # the zone's left edge at x = 0.1 * 400
+    assert tuple(out[150, 200]) == hexrgb(LINE_COLOR)  # the line down the middle
+    tag = out[86:100, 100:160]  # the car's label tag reads "car #7 0.80": longer than "car 0.80"
+    plain = np.asarray(draw_boxes(np.zeros((200, 400, 3), np.uint8), {"frame_size": [400, 200], "detections": dets}))
+    assert (tag.any(axis=-1).sum(axis=0) > 0).sum() > (plain[86:100, 100:160].any(axis=-1).sum(axis=0) > 0).sum()
+    health = {"tracking": [["crossing", "gate", "car", "left_to_right", 3], ["crossing", "gate", "person", "left_to_right", 2],
+                           ["crossing", "gate", "car", "right_to_left", 1], ["zone", "door", "car", "zone_enter", 4]]}
+    assert line_counts(health) == {"gate": {"left_to_right": 5, "right_to_left": 1}}
+
+
 def test_a_dashboard_starting_ends_only_its_own_interrupted_streams(tmp_path):
     from ui.backend import stream_manager
 

@@ -94,15 +94,17 @@ def analysis_options(questions: list[str] = (), watches: list[str] = (),
 
 
 def start_stream(manager: StreamManager, source: str, rtsp_transport: str,
-                 options: AnalyzeOptions | None = None) -> LiveStream:
-    """Add a live source; it connects in the background. Ray is started first from a thread that outlives
-    Streamlit's script runs (see `ensure_ray_in_keeper_thread`). BadInput or TooManyStreams when refused."""
+                 options: AnalyzeOptions | None = None, zones: list[str] = (), lines: list[str] = (),
+                 track: bool = False) -> LiveStream:
+    """Add a live source (tracked, with `zones` and counting `lines` in the `--zone`/`--line` syntax, when asked);
+    it connects in the background. Ray is started first from a thread that outlives Streamlit's script runs
+    (see `ensure_ray_in_keeper_thread`). BadInput or TooManyStreams when refused."""
     from pipelines.spine.runtime import ensure_ray_in_keeper_thread
 
     live_spec(source, rtsp_transport, "a live source is a URL (rtsp://, http(s)://) or a /dev/videoN device; "
               "use \"File on the server\" for a file")
     ensure_ray_in_keeper_thread()
-    return manager.add(source, rtsp_transport, options)
+    return manager.add(source, rtsp_transport, options, zones=list(zones), lines=list(lines), track=track)
 
 
 def media_dir() -> Path:

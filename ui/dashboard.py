@@ -20,7 +20,7 @@ from pipelines.sinks.store import Store
 from ui import backend
 from ui.data import fmt_time, moments_frame
 from ui.history import history_panel
-from ui.live import streams_panel
+from ui.live import layout_inputs, streams_panel
 from ui.panels import show_panels
 from ui.playback import playback_panel
 
@@ -119,10 +119,11 @@ else:
         source = st.sidebar.text_input("URL", key="url", placeholder="rtsp://camera/stream")
         transport = st.sidebar.radio("RTSP transport", ["tcp", "udp"], key="transport", horizontal=True)
     watches, threshold = ask(live=True)
+    zones, lines, track = layout_inputs()
     if st.sidebar.button("Start", key="start_live", disabled=not source, type="primary"):
         try:
             stream = backend.start_stream(manager, source, transport,
-                                          backend.analysis_options([], watches, threshold))
+                                          backend.analysis_options([], watches, threshold), zones, lines, track)
             state.update(viewing=stream.id, result=None, job_id=None, error=None)
         except (BadInput, TooManyStreams) as exc:
             state.error = str(exc)

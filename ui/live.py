@@ -63,15 +63,67 @@ def stream_row(manager: StreamManager, store: Store, stream: LiveStream) -> None
                    f"{stats.get('last_error') or 'no data'}")
 
 
-def picture(manager: StreamManager, stream: LiveStream) -> None:
-    """The latest analysed key frame with its own boxes, or why there is none."""
+ZONE_HINT = "door=0.1,0.2 0.45,0.2 0.45,0.95 0.1,0.95"
+LINE_HINT = "gate=0.5,0,0.5,1"
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def layout_inputs() -> tuple[list[str], list[str], bool]:
+    """The sidebar's tracking options for a new live source: zones and counting lines (the CLI's `--zone` and
+    `--line` syntax, 0-1 of the picture), and whether to track without them."""
+    with st.sidebar.expander("Tracking, zones and lines"):
+        track = st.checkbox("Track objects (ids, counts)", key="track")
+        zones = st.text_area("Zones (one per line)", key="zones", placeholder=ZONE_HINT,
+                             help="NAME=x,y x,y x,y ... (0-1 of the picture): zone_enter, zone_exit and loiter")
+        lines = st.text_area("Counting lines (one per line)", key="lines", placeholder=LINE_HINT,
+                             help="NAME=x1,y1,x2,y2 (0-1 of the picture): crossings counted by direction")
+    return _lines(zones), _lines(lines), track
+
+
+def line_counts(health: dict | None) -> dict[str, dict[str, int]]:
+    """Crossings of each counting line so far, by direction ("a_to_b" -> count), all labels together: the
+    sink's exact counts (`stats["tracking"]`, as /metrics reports them), not what this tab has seen."""
+    out: dict[str, dict[str, int]] = {}
+    for kind, name, _label, way, n in (health or {}).get("tracking") or []:
+        if kind == "crossing":
+            by_way = out.setdefault(name, {})
+            by_way[way] = by_way.get(way, 0) + int(n)
+    return out
+
+
+def layout_editor(manager: StreamManager, stream: LiveStream) -> None:
+    """Change a tracked stream's zones and lines while it runs (from its next second; tracks and counts go on)."""
+    with st.expander("Zones and lines on this stream", expanded=False):
+        zones = st.text_area("Zones", value="\n".join(stream.zones), key=f"edit_zones_{stream.id}",
+                             placeholder=ZONE_HINT, height=68)
+        lines = st.text_area("Counting lines", value="\n".join(stream.lines), key=f"edit_lines_{stream.id}",
+                             placeholder=LINE_HINT, height=68)
+        if st.button("Update zones and lines", key=f"set_layout_{stream.id}"):
+            try:
+                manager.set_layout(stream.id, _lines(zones), _lines(lines))
+            except BadInput as exc:
+                st.error(str(exc))
+
+
+def picture(manager: StreamManager, stream: LiveStream, health: dict | None = None) -> None:
+    """The latest analysed key frame with its own boxes, track ids, zones and lines, or why there is none."""
     shot = manager.picture(stream)
     if not shot or not shot.get("jpeg"):
         video = (manager.health(stream)["stats"] or {}).get("frames_decoded")
         st.caption("no picture yet" + ("" if video is None or video else ": the source sends no video"))
         return
-    st.image(analysed_picture(shot), width="content",  # its 640 px, or the screen's width on a phone
+    stages = stream.options.stages if stream.options is not None else None
+    drawn = analysed_picture(shot, getattr(stages, "zones", ()), getattr(stages, "lines", ()))
+    st.image(drawn, width="content",  # its 640 px, or the screen's width on a phone
              caption=f"analysed picture of {fmt_time(shot.get('time') or 0.0)}, with its own boxes")
+    counts = line_counts(health)
+    if counts:
+        st.caption("counted: " + "; ".join(f"{name} " + ", ".join(f"{n} {way.replace('_', ' ')}"
+                                                                  for way, n in sorted(ways.items()))
+                                           for name, ways in sorted(counts.items())))
 
 
 def watch_editor(manager: StreamManager, stream: LiveStream) -> None:
@@ -93,8 +145,10 @@ def live_view(manager: StreamManager, store: Store, stream: LiveStream) -> None:
     health = manager.health(stream)["stats"]
     st.caption(f"watching {stream.source} at {fmt_time(live.time)}")
     player = st.container()  # at a fixed place, so the view's refresh never remounts a playing clip
-    picture(manager, stream)
+    picture(manager, stream, health)
     watch_editor(manager, stream)
+    if stream.track:
+        layout_editor(manager, stream)
     show_panels(live.events, live.transcript, live.alerts, live.time, health, live)
     if stream.recording is not None:
         playback_panel(store, stream.job_id, live.events, live.alerts, live.moments, player)
