@@ -217,19 +217,29 @@ def test_crossings_and_zone_events_reach_the_store_and_the_feed(tracked, tmp_pat
 
 
 @pytest.mark.slow
-def test_zones_change_on_a_running_stream(tmp_path, rtsp_server):
+def test_zones_change_on_a_running_stream(tmp_path, rtsp_server, demo_clip):
     """PUT /v1/streams/{id}/zones on a live RTSP loop: a zone added while it runs gets zone events from then on;
-    a bad zone is 422, a stream without tracking 409, an unknown stream 404."""
+    a bad zone is 422, a stream without tracking 409, an unknown stream 404. A tracked stream whose source turns
+    out to have no picture (audio only) is ended with that reason, as the CLI refuses such a file."""
+    import subprocess
     import time
 
     from tests.helpers.api_server import ApiServer
     from tests.helpers.cli import free_port
+    from training.media.loopback import RtspServer
 
+    audio = tmp_path / "audio.mp4"
+    subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-i", str(demo_clip[0]), "-vn", "-c:a", "copy",
+                    str(audio)], check=True)
+    radio = RtspServer(audio)
+    radio.start()
     server = ApiServer(tmp_path / "f.db", free_port(), "--source-network", "127.0.0.0/8")
     everything = "all=0,0 1,0 1,1 0,1"
     try:
         server.wait_ready()
         with server.client() as c:
+            blind = c.post("/v1/streams", json={"source": radio.url, "rtsp_transport": "udp", "zones": [everything]})
+            assert blind.status_code == 202, blind.text
             tracked = c.post("/v1/streams", json={"source": rtsp_server.url, "rtsp_transport": "udp",
                                                   "track": True}).json()
             plain = c.post("/v1/streams", json={"source": rtsp_server.url, "rtsp_transport": "udp"}).json()
@@ -257,10 +267,19 @@ def test_zones_change_on_a_running_stream(tmp_path, rtsp_server):
             r = c.get(f"/v1/jobs/{job}/result")
             assert r.status_code == 200, r.text
             result = r.json()
+            info = c.get(f"/v1/streams/{blind.json()['id']}").json()
+            deadline = time.time() + 120
+            while info["status"] not in ("failed", "ended", "stopped"):
+                assert time.time() < deadline, (info, server.tail())
+                time.sleep(0.5)
+                info = c.get(f"/v1/streams/{blind.json()['id']}").json()
+            assert info["status"] == "failed" and "has no picture, and tracking, zones and lines need one" in (
+                info.get("error") or ""), info
         assert {z["zone"] for z in result["zone_events"]} == {"all"}
         assert "zone_enter" in {z["kind"] for z in result["zone_events"]}
     finally:
         server.stop()
+        radio.kill()
 
 
 def test_a_person_lying_still_is_a_safety_cue():

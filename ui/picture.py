@@ -17,6 +17,7 @@ from PIL import Image, ImageDraw
 from models.encoders.people import iou as box_iou
 
 BOX_COLORS = {"person": "#d62728", "face": "#ff7f0e"}
+TEXT_COLOR = "#2ca02c"  # text read on screen: its own colour, never taken for an object's box
 ZONE_COLOR, LINE_COLOR = "#9467bd", "#e377c2"
 SAME_TRACK_IOU = 0.3  # a key-frame box is that track's when they overlap this much (same label)
 SKELETON_COLOR = "#17becf"
@@ -86,7 +87,7 @@ def draw_boxes(frame: np.ndarray, visual: dict | None, text: list[dict] | None =
     boxes += [("face", None, b) for b in visual.get("face_boxes") or []]
     boxes += [(f'"{r["text"]}"', None, r["box"]) for r in text or [] if r.get("box")]
     for label, score, (x0, y0, x1, y1) in boxes:
-        color = BOX_COLORS.get(label.split(" #")[0], "#1f77b4")
+        color = TEXT_COLOR if label.startswith('"') else BOX_COLORS.get(label.split(" #")[0], "#1f77b4")
         rect = (x0 * sx, y0 * sy, x1 * sx, y1 * sy)
         draw.rectangle(rect, outline=color, width=2)
         text = f"{label} {score:.2f}" if score is not None else label

@@ -81,6 +81,7 @@ class LiveStream:
     zones: list[str] = field(default_factory=list)  # as given (`--zone` syntax): kept for a restart
     lines: list[str] = field(default_factory=list)
     track: bool = False  # tracking on without zones or lines (zones may come later: `set_layout`)
+    refused: str | None = None  # why it was ended after it connected (a source it cannot analyse as asked)
 
     @property
     def terminal(self) -> bool:
@@ -177,6 +178,7 @@ class StreamManager:
         Refused sources leave no rows in the store; rows are written once the source passed every check.
         """
         options = AnalyzeOptions(**{**(options or self.options).__dict__})  # per stream, else the manager's
+        options.reconnect = self.options.reconnect  # every camera of this manager reconnects as it says (forever)
         standing = options.grounding.standing if watches is None else watches
         options.grounding = replace(options.grounding, standing=check_watches(standing))
         make_watchable(options)
@@ -237,7 +239,21 @@ class StreamManager:
         stream.status = "running"
         if stream.stopping:
             stream.pipeline.stop()
+        elif stream.track:
+            self._refuse_without_picture(stream)
         self._watch(stream)
+
+    @staticmethod
+    def _refuse_without_picture(stream: LiveStream) -> None:
+        """Tracking, zones and lines need a picture: a source found to have none (an audio-only stream) is
+        ended with that reason, as the CLI refuses such a file."""
+        try:
+            info = stream.pipeline.info(timeout=30)
+        except Exception:  # not connected yet (a late camera): the tracker simply gets no frames
+            return
+        if info is not None and not info.get("has_video"):
+            stream.refused = f"{stream.source} has no picture, and tracking, zones and lines need one"
+            stream.pipeline.stop()
 
     def _watch(self, stream: LiveStream) -> None:
         pipe = stream.pipeline
@@ -245,14 +261,14 @@ class StreamManager:
         try:
             result = pipe.wait()
             stream.final_stats = result.get("ingest")
-            error = (result.get("ingest") or {}).get("failure")
+            error = stream.refused or (result.get("ingest") or {}).get("failure")
             status = "failed" if error else ("stopped" if stream.stopping else "ended")
             self.store.save_result(stream.job_id, result, status="stopped" if status == "stopped" else "done")
         except Exception as exc:
             status, error = "failed", str(exc)
         if error:
             log.warning("stream %s (%s) failed: %s", stream.id, stream.source, redact(error))
-            if self.policy is not None:  # API callers learn that it failed, not what was found
+            if self.policy is not None and not stream.refused:  # API callers learn that it failed, not what was found
                 error = GENERIC_REFUSAL
             self.store.update_job(stream.job_id, status="failed", error=error)
         try:  # keep what the sink holds, then publish the terminal status (feed readers switch over on it)

@@ -85,6 +85,11 @@ class Pipeline:
         """The latest analysed picture and its own boxes (with `StageConfig.keep_picture`), or None."""
         return self._ray.get(self.sink.picture.remote(), timeout=timeout)
 
+    def info(self, timeout: float = 30.0) -> dict | None:
+        """What the source holds once connected (`has_video`, `has_audio`, ...), None if it has not connected
+        within `timeout` seconds."""
+        return self._ray.get(self.ingest.info.remote(timeout), timeout=timeout + 10)
+
     def latencies(self, timeout: float | None = None) -> list[float]:
         """Seconds from each segment's completion to its record reaching the sink."""
         return self._ray.get(self.sink.latencies.remote(), timeout=timeout)
