@@ -23,6 +23,7 @@ from ui.history import history_panel
 from ui.live import streams_panel
 from ui.panels import show_panels
 from ui.playback import playback_panel
+from ui.review import review_panel
 
 st.set_page_config(page_title="Foresight", layout="wide")
 
@@ -124,6 +125,7 @@ if state.error:
     st.error(state.error)
 
 streams_panel(manager, store)
+review_panel(store, manager)
 if state.result is not None:
     result = state.result
     job = store.job(state.job_id) if state.job_id else None
