@@ -78,7 +78,7 @@ def test_cards_filters_mark_reviewed_and_play(tmp_path):
     assert not at.exception, at.exception
     (video,) = at.get("video")
     assert video.proto.start_time == 9 and video.proto.autoplay and video.proto.muted  # 3 s before 00:12
-    assert any("from the file" in c.value for c in at.caption)
+    assert any("playing the file from 00:09, 3 s before 00:12" in c.value for c in at.caption)
     at.radio(key="review_state").set_value("all").run()
     at.button(key=f"review_play_{ids['watch']}").click().run()  # a live job without a recording
     assert not at.get("video") and any("nothing to play" in w.value for w in at.warning)

@@ -120,17 +120,22 @@ def test_live_picture_with_boxes_refreshes(live):
 WATCH_BOX = "textarea[placeholder='an alarm goes off']"
 
 
-@pytest.mark.slow
-def test_a_watch_added_on_the_running_stream_fires(live, tmp_path):
-    b = live[0]
+def add_watch(b, watch: str = "a telephone is ringing") -> None:
+    """Add `watch` to the running stream's watches in its editor."""
     b.wait_for(f"document.querySelector({WATCH_BOX!r}) !== null", 30, "the watch editor")
     b.js(f"(() => {{ const e = document.querySelector({WATCH_BOX!r}); e.focus(); "
          "e.setSelectionRange(e.value.length, e.value.length); })()")
-    b.call("Input.insertText", text="a telephone is ringing")
+    b.call("Input.insertText", text=watch)
     b.js("document.activeElement.blur()")
     time.sleep(1)
     b.wait_for(click("Update watches"), 30, "the Update watches button")
-    b.wait_for(has_text("watching for: a telephone is ringing"), 30, "the new watch listed")
+    b.wait_for(has_text(f"watching for: {watch}"), 30, "the new watch listed")
+
+
+@pytest.mark.slow
+def test_a_watch_added_on_the_running_stream_fires(live, tmp_path):
+    b = live[0]
+    add_watch(b)
     try:  # the demo loop (22 s) rings at 10 s; a new watch is checked every 5 s over the last 30 s
         b.wait_for(has_text("Watches that fired") + " && " + has_text("a telephone is ringing:"), 240,
                    "the new watch to fire")
@@ -198,6 +203,72 @@ def test_a_fired_watch_plays_back_from_the_recording(live, tmp_path):
     check_png(alerts_shot)
     if "no alerts" not in text:
         keep_screenshot(alerts_shot, "dashboard-live-alerts.png")
+
+
+# the review feed's card of the telephone watch, at least 5 s into the stream (its recording reaches 3 s before)
+# and with its 320-px thumbnail: its id, or null
+WATCH_CARD = ("(() => { const c = [...document.querySelectorAll('[class*=st-key-review_card_]')].find(c => "
+              "c.innerText.includes('a telephone is ringing · watch') && "
+              "(m => m && +m[1] * 60 + +m[2] >= 5)(c.innerText.match(/stream (\\d+):(\\d\\d)/)) && "
+              "[...c.querySelectorAll('img')].some(i => i.naturalWidth === 320)); "
+              "return c ? +c.className.match(/st-key-review_card_(\\d+)/)[1] : null; })()")
+REVIEW_VIDEO = "document.querySelector('.st-key-review_player video')"
+
+
+def pick(b, key: str, option: str) -> None:
+    """Choose `option` of the review panel's radio `key`."""
+    b.wait_for(f"(() => {{ const l = [...document.querySelectorAll('.st-key-{key} label')].find(x => "
+               f"x.innerText.trim() === {option!r}); if (l) {{ l.click(); return true; }} return false; }})()", 30,
+               f"the {option!r} choice of {key}")
+
+
+def card_button(card: int, label: str) -> str:
+    return click(label, f".st-key-review_card_{card} button")
+
+
+@pytest.mark.slow
+def test_a_fired_watch_becomes_a_review_card_that_filters_marks_and_plays(live, tmp_path):
+    b, _, _, db = live
+    if "watching for: a telephone is ringing" not in page_text(b):  # run alone: the watch of the test above
+        add_watch(b)
+    pick(b, "review_kind", "watch")
+    try:
+        b.wait_for(WATCH_CARD, 240, "the watch's review card with its thumbnail")
+    except TimeoutError:
+        raise AssertionError(page_text(b)) from None
+    card = b.js(WATCH_CARD)
+    shown = f"document.querySelector('.st-key-review_card_{card}') !== null"
+    text = b.js(f"document.querySelector('.st-key-review_card_{card}').innerText")
+    assert re.search(r"\d\d:\d\d:\d\d · stream \d\d:\d\d · rtsp://", text), text  # wall clock, stream time
+    assert "the last seconds matched it at" in text and "(score" in text, text
+    stored = Store(db).review_card(card)
+    assert stored["kind"] == "watch" and stored["has_thumbnail"] and not stored["reviewed"]
+
+    pick(b, "review_kind", "alert")  # another kind hides it, its own shows it
+    b.wait_for("!(" + shown + ")", 30, "the watch card hidden by the kind filter")
+    pick(b, "review_kind", "watch")
+    b.wait_for(shown, 30, "the watch card shown again")
+
+    b.wait_for(card_button(card, "Mark reviewed"), 30, "its Mark reviewed button")
+    b.wait_for("!(" + shown + ")", 30, "the reviewed card gone from the cards not reviewed")
+    assert Store(db).review_card(card)["reviewed"]
+    pick(b, "review_state", "reviewed")
+    b.wait_for(shown + " && " + card_button(card, "Play"), 30, "the card among the reviewed ones, and Play")
+    b.wait_for(f"{REVIEW_VIDEO} !== null && {REVIEW_VIDEO}.readyState >= 2", 60, "the review player with the clip")
+    b.js("document.querySelector('.st-key-review_player').scrollIntoView()")
+    start = b.js(f"{REVIEW_VIDEO}.currentTime")
+    try:  # it plays by itself (nothing clicks the player): not paused, and its time moves on (the panel's 2-s
+        # refresh does not remount it)
+        b.wait_for(f"!{REVIEW_VIDEO}.paused && {REVIEW_VIDEO}.currentTime > {start} + 1.5", 60, "the clip playing")
+    except TimeoutError:
+        raise AssertionError(b.js(f"[{REVIEW_VIDEO}.paused, {REVIEW_VIDEO}.muted, {REVIEW_VIDEO}.currentTime, "
+                                  f"{REVIEW_VIDEO}.error && {REVIEW_VIDEO}.error.message]")) from None
+    assert b.js(has_text("a telephone is ringing (watch): playing its recording from"))
+    shot = tmp_path / "review.png"
+    b.screenshot(shot)
+    check_png(shot)
+    keep_screenshot(shot, "dashboard-review.png")
+    pick(b, "review_state", "not reviewed")
 
 
 @pytest.mark.slow

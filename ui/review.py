@@ -66,9 +66,10 @@ def _player(player, playing: tuple | None) -> None:
         return
     kind, media, start = what
     player.video(media.data if kind == "clip" else media, start_time=start, autoplay=True, muted=True)
-    player.caption(f"playing {card['title']} ({KIND_NAMES.get(card['kind'], card['kind'])}) from "
-                   f"{BEFORE_S:.0f} s before {fmt_time(card['time'])}, "
-                   f"{'from the recording' if kind == 'clip' else 'from the file'}")
+    begin = max(0.0, float(card["time"]) - BEFORE_S)
+    player.caption(f"{card['title']} ({KIND_NAMES.get(card['kind'], card['kind'])}): playing "
+                   f"{'its recording' if kind == 'clip' else 'the file'} from {fmt_time(begin)}, "
+                   f"{BEFORE_S:.0f} s before {fmt_time(card['time'])}")
 
 
 def _play(store: Store, card: dict) -> None:
