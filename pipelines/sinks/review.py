@@ -27,8 +27,12 @@ from __future__ import annotations
 import io
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pipelines.stages.record import Second
+
+if TYPE_CHECKING:
+    from pipelines.sinks.store import Store
 
 KINDS = ("alert", "watch", "crossing", "loiter", "event")
 COOLDOWN_S = 60.0
@@ -176,7 +180,7 @@ class ReviewWriter:
     """The sink's side of the feed: each second's cards, with the thumbnail of the second's picture (or the
     last picture seen), into `store.add_or_merge_card`."""
 
-    def __init__(self, store, job_id: str, source: str, cooldown_s: float = COOLDOWN_S):
+    def __init__(self, store: Store, job_id: str, source: str, cooldown_s: float = COOLDOWN_S):
         self.store, self.job_id, self.source, self.cooldown_s = store, job_id, source, cooldown_s
         self.picture: bytes | None = None
 

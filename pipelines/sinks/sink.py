@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 from pipelines.sinks.results import ResultBuilder
 from pipelines.sinks.review import ReviewWriter
 from pipelines.sinks.webhooks import WebhookConfig, WebhookSender
 from pipelines.stages.record import Second
+
+if TYPE_CHECKING:
+    from pipelines.sinks.store import Store
 
 
 class Sink:
@@ -21,7 +25,7 @@ class Sink:
     """
 
     def __init__(self, source: str, job_id: str | None = None, db_path: str | None = None, feed_size: int = 0,
-                 webhook: WebhookConfig | None = None, store=None, live_rows: bool = True):
+                 webhook: WebhookConfig | None = None, store: Store | None = None, live_rows: bool = True):
         self.builder = ResultBuilder(source)
         self.webhook = WebhookSender(webhook, source) if webhook is not None and webhook.url else None
         self.job_id = job_id

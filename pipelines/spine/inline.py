@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.media.ingest import SegmentReader
 from pipelines.media.sources import parse_source
@@ -29,6 +29,9 @@ from pipelines.stages.config import StageConfig
 from pipelines.stages.grounding import checkpoint_path
 from pipelines.stages.parser import prefm_checkpoint
 from pipelines.stages.record import Second
+
+if TYPE_CHECKING:
+    from pipelines.sinks.store import Store
 
 IN_FLIGHT = 32  # seconds in the graph at once: more than a speech span, so Whisper's turn stalls no node; memory stays small
 
@@ -83,7 +86,7 @@ class NodeThreads:
 
 def analyze_inline(source: str, options: AnalyzeOptions | None = None,
                    progress: Callable[[float], None] | None = None, cache: StageCache = PROCESS_CACHE,
-                   stop_event: threading.Event | None = None, job: tuple[str, object] | None = None) -> dict:
+                   stop_event: threading.Event | None = None, job: tuple[str, Store] | None = None) -> dict:
     """Analyze `source` in this process and return the result dict.
 
     `progress`, if given, is called after each second with the fraction done (files of known duration).
