@@ -44,7 +44,7 @@ def card_lines(card: dict) -> tuple[str, str]:
     return head, times
 
 
-def playable(store: Store, card: dict):
+def playable(store: Store, card: dict) -> tuple | None:
     """What Play shows for a card: `("clip", Clip, start)` from a live job's recording, `("file", path, start)`
     for an analysed file the dashboard kept, or None."""
     t = float(card["time"])
