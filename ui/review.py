@@ -45,15 +45,18 @@ def card_lines(card: dict) -> tuple[str, str]:
 
 
 def playable(store: Store, card: dict) -> tuple | None:
-    """What Play shows for a card: `("clip", Clip, start)` from a live job's recording, `("file", path, start)`
-    for an analysed file the dashboard kept, or None."""
-    t = float(card["time"])
-    begin = max(0.0, t - BEFORE_S)
+    """What Play shows for a card: `("clip", Clip, start, t)` from a live job's recording, `("file", path, start,
+    t)` for an analysed file the dashboard kept, or None; `t` is the firing it plays from 3 s before: the first,
+    else the last when the recording no longer holds (or cannot cut) the first."""
     if backend.has_recording(store, card["job_id"]):
-        clip = backend.recorded_clip(store, card["job_id"], t, BEFORE_S)
-        return None if clip is None else ("clip", clip, int(round(clip.offset(begin))))
+        for t in dict.fromkeys((float(card["time"]), float(card["last_time"]))):
+            clip = backend.recorded_clip(store, card["job_id"], t, BEFORE_S)
+            if clip is not None:
+                return "clip", clip, int(round(clip.offset(max(0.0, t - BEFORE_S)))), t
+        return None
     media = backend.media_for(store, card["job_id"])
-    return None if media is None else ("file", str(media), int(begin))
+    t = float(card["time"])
+    return None if media is None else ("file", str(media), int(max(0.0, t - BEFORE_S)), t)
 
 
 def _player(player, playing: tuple | None) -> None:
@@ -64,12 +67,11 @@ def _player(player, playing: tuple | None) -> None:
         player.warning(f"{card['title']} at {fmt_time(card['time'])}: nothing to play (not recorded, older than the "
                        "retention keeps, or a source the dashboard did not keep)")
         return
-    kind, media, start = what
+    kind, media, start, t = what
     player.video(media.data if kind == "clip" else media, start_time=start, autoplay=True, muted=True)
-    begin = max(0.0, float(card["time"]) - BEFORE_S)
     player.caption(f"{card['title']} ({KIND_NAMES.get(card['kind'], card['kind'])}): playing "
-                   f"{'its recording' if kind == 'clip' else 'the file'} from {fmt_time(begin)}, "
-                   f"{BEFORE_S:.0f} s before {fmt_time(card['time'])}")
+                   f"{'its recording' if kind == 'clip' else 'the file'} from {fmt_time(max(0.0, t - BEFORE_S))}, "
+                   f"{BEFORE_S:.0f} s before {'its last firing at ' if t != card['time'] else ''}{fmt_time(t)}")
 
 
 def _play(store: Store, card: dict) -> None:
