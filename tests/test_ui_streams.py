@@ -1,8 +1,9 @@
 """Live sources in the dashboard, in headless Chromium: a failed stream says why, with a hint; then one live
 loopback RTSP stream started without watches, shared by the scenarios in file order (its models load once): the
 live picture, a watch added on the running stream that fires, the fired watch played back from the recording
-(the player's frames are the recording's, from a few seconds before the moment), and a reload that finds the
-stream, whose Stop from the new tab saves it as stopped and ends its Ray actors."""
+(the player's frames are the recording's, from a few seconds before the moment), the fired watch's review card
+(thumbnail, kind filter, Mark reviewed, Play autoplaying its recording), and a reload that finds the stream,
+whose Stop from the new tab saves it as stopped and ends its Ray actors."""
 
 from __future__ import annotations
 
