@@ -103,6 +103,11 @@ def test_bad_filters_and_bodies_are_422(api, method, path, body):
     assert set(r.json()) == {"detail"}
 
 
+def test_a_body_that_is_not_text_is_400(api):
+    r = api[0].patch("/v1/review/1", content=b"\xff\xfe{\x06not utf-8", headers={"content-type": "application/json"})
+    assert r.status_code == 400 and set(r.json()) == {"detail"}
+
+
 def test_the_routes_need_the_key(api):
     client, _, cards = api
     for path in ("/v1/review", f"/v1/review/{cards[0].id}", f"/v1/review/{cards[0].id}/thumbnail"):

@@ -84,7 +84,9 @@ def get_card(card_id: CardId, svc: Services = Depends(services)) -> ReviewCard:
     return _card(_get(svc, card_id))
 
 
-@router.patch("/{card_id}", response_model=ReviewCard, responses={404: {"model": Problem}, **BODY_REFUSALS},
+@router.patch("/{card_id}", response_model=ReviewCard,
+              responses={400: {"model": Problem, "description": "a body that is not JSON"}, 404: {"model": Problem},
+                         **BODY_REFUSALS},
               summary="Mark a card reviewed (`{\"reviewed\": true}`) or not reviewed again")
 def update_card(card_id: CardId, body: ReviewUpdate, svc: Services = Depends(services)) -> ReviewCard:
     if not svc.store.set_reviewed(card_id, body.reviewed):
