@@ -1,8 +1,9 @@
 """Live sources in the dashboard, in headless Chromium: a failed stream says why, with a hint; then one live
 loopback RTSP stream started without watches, shared by the scenarios in file order (its models load once): the
 live picture, a watch added on the running stream that fires, the fired watch played back from the recording
-(the player's frames are the recording's, from a few seconds before the moment), and a reload that finds the
-stream, whose Stop from the new tab saves it as stopped and ends its Ray actors."""
+(the player's frames are the recording's, from a few seconds before the moment), the fired watch's review card
+(thumbnail, kind filter, Mark reviewed, Play autoplaying its recording), and a reload that finds the stream,
+whose Stop from the new tab saves it as stopped and ends its Ray actors."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import httpx
 import numpy as np
 import psutil
 import pytest
+from PIL import Image
 
 from pipelines.media.recorder import OFFSET_S, list_segments, segment_start
 from pipelines.sinks.store import Store
@@ -120,17 +122,22 @@ def test_live_picture_with_boxes_refreshes(live):
 WATCH_BOX = "textarea[placeholder='an alarm goes off']"
 
 
-@pytest.mark.slow
-def test_a_watch_added_on_the_running_stream_fires(live, tmp_path):
-    b = live[0]
+def add_watch(b, watch: str = "a telephone is ringing") -> None:
+    """Add `watch` to the running stream's watches in its editor."""
     b.wait_for(f"document.querySelector({WATCH_BOX!r}) !== null", 30, "the watch editor")
     b.js(f"(() => {{ const e = document.querySelector({WATCH_BOX!r}); e.focus(); "
          "e.setSelectionRange(e.value.length, e.value.length); })()")
-    b.call("Input.insertText", text="a telephone is ringing")
+    b.call("Input.insertText", text=watch)
     b.js("document.activeElement.blur()")
     time.sleep(1)
     b.wait_for(click("Update watches"), 30, "the Update watches button")
-    b.wait_for(has_text("watching for: a telephone is ringing"), 30, "the new watch listed")
+    b.wait_for(has_text(f"watching for: {watch}"), 30, "the new watch listed")
+
+
+@pytest.mark.slow
+def test_a_watch_added_on_the_running_stream_fires(live, tmp_path):
+    b = live[0]
+    add_watch(b)
     try:  # the demo loop (22 s) rings at 10 s; a new watch is checked every 5 s over the last 30 s
         b.wait_for(has_text("Watches that fired") + " && " + has_text("a telephone is ringing:"), 240,
                    "the new watch to fire")
@@ -198,6 +205,79 @@ def test_a_fired_watch_plays_back_from_the_recording(live, tmp_path):
     check_png(alerts_shot)
     if "no alerts" not in text:
         keep_screenshot(alerts_shot, "dashboard-live-alerts.png")
+
+
+# the review feed's card of the telephone watch (its repeats every loop merge into it), with its thumbnail shown
+# (160 px wide: Streamlit scales the 320-px picture down): its id, or null
+WATCH_CARD = ("(() => { const c = [...document.querySelectorAll('[class*=st-key-review_card_]')].find(c => "
+              "c.innerText.includes('a telephone is ringing · watch') && "
+              "[...c.querySelectorAll('img')].some(i => i.complete && i.naturalWidth >= 160)); "
+              "return c ? +c.className.match(/st-key-review_card_(\\d+)/)[1] : null; })()")
+REVIEW_VIDEO = "document.querySelector('.st-key-review_player video')"
+
+
+def pick(b, key: str, option: str) -> None:
+    """Choose `option` of the review panel's radio `key`."""
+    b.wait_for(f"(() => {{ const l = [...document.querySelectorAll('.st-key-{key} label')].find(x => "
+               f"x.innerText.trim() === {option!r}); if (l) {{ l.click(); return true; }} return false; }})()", 30,
+               f"the {option!r} choice of {key}")
+
+
+def card_button(card: int, label: str) -> str:
+    return click(label, f".st-key-review_card_{card} button")
+
+
+@pytest.mark.slow
+def test_a_fired_watch_becomes_a_review_card_that_filters_marks_and_plays(live, tmp_path):
+    b, _, _, db = live
+    if "watching for: a telephone is ringing" not in page_text(b):  # run alone: the watch of the test above
+        add_watch(b)
+    try:  # the filters come with the first card
+        b.wait_for("document.querySelector('.st-key-review_kind') !== null", 240, "the review feed's filters")
+        pick(b, "review_kind", "watch")
+        b.wait_for(WATCH_CARD, 240, "the watch's review card with its thumbnail")
+    except TimeoutError:
+        raise AssertionError(page_text(b)) from None
+    card = b.js(WATCH_CARD)
+    shown = f"document.querySelector('.st-key-review_card_{card}') !== null"
+    text = b.js(f"document.querySelector('.st-key-review_card_{card}').innerText")
+    assert re.search(r"\d\d:\d\d:\d\d · stream \d\d:\d\d · rtsp://", text), text  # wall clock, stream time
+    assert "the last seconds matched it at" in text and "(score" in text, text
+    stored = Store(db).review_card(card)
+    assert stored["kind"] == "watch" and stored["has_thumbnail"] and not stored["reviewed"]
+    assert Image.open(io.BytesIO(Store(db).card_thumbnail(card))).size == (320, 180)  # the 640x360 picture, halved
+    # the next loop's ring fires it again: that merges into this card (Play falls back to the latest firing when
+    # the first is too close to the start of the recording to cut from 3 s before)
+    b.wait_for(f"document.querySelector('.st-key-review_card_{card}').innerText.match(/fired \\d+×/)", 120,
+               "the repeat merged into the card")
+    assert Store(db).count_cards(kind="watch", reviewed=False) == 1
+
+    pick(b, "review_kind", "alert")  # another kind hides it, its own shows it
+    b.wait_for("!(" + shown + ")", 30, "the watch card hidden by the kind filter")
+    pick(b, "review_kind", "watch")
+    b.wait_for(shown, 30, "the watch card shown again")
+
+    b.wait_for(card_button(card, "Mark reviewed"), 30, "its Mark reviewed button")
+    b.wait_for("!(" + shown + ")", 30, "the reviewed card gone from the cards not reviewed")
+    assert Store(db).review_card(card)["reviewed"]
+    pick(b, "review_state", "reviewed")
+    b.wait_for(shown + " && " + card_button(card, "Play"), 30, "the card among the reviewed ones, and Play")
+    b.wait_for(f"{REVIEW_VIDEO} !== null && {REVIEW_VIDEO}.readyState >= 2", 60, "the review player with the clip")
+    b.js("document.querySelector('.st-key-review_player').scrollIntoView()")
+    start = b.js(f"{REVIEW_VIDEO}.currentTime")
+    try:  # it plays by itself (nothing clicks the player): not paused, and its time moves on (the panel's 2-s
+        # refresh does not remount it)
+        b.wait_for(f"!{REVIEW_VIDEO}.paused && {REVIEW_VIDEO}.currentTime > {start} + 1.5", 60, "the clip playing")
+    except TimeoutError:
+        raise AssertionError(b.js(f"[{REVIEW_VIDEO}.paused, {REVIEW_VIDEO}.muted, {REVIEW_VIDEO}.currentTime, "
+                                  f"{REVIEW_VIDEO}.error && {REVIEW_VIDEO}.error.message]")) from None
+    assert b.js(has_text("a telephone is ringing (watch): playing its recording from"))
+    assert Store(db).review_card(card)["count"] >= 2
+    shot = tmp_path / "review.png"
+    b.screenshot(shot)
+    check_png(shot)
+    keep_screenshot(shot, "dashboard-review.png")
+    pick(b, "review_state", "not reviewed")
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ from ui.history import history_panel
 from ui.live import layout_inputs, streams_panel
 from ui.panels import show_panels
 from ui.playback import playback_panel
+from ui.review import review_panel
 
 st.set_page_config(page_title="Foresight", layout="wide")
 
@@ -135,6 +136,7 @@ if state.error:
     st.error(state.error)
 
 streams_panel(manager, store)
+review_panel(store, manager)
 if state.job_id and state.result is not None:
     st.query_params["job"] = state.job_id
 elif "job" in st.query_params:

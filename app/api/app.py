@@ -17,7 +17,7 @@ from app.api.guards import BodyLimits
 from app.api.head import HeadAsGet
 from app.api.hosts import JSONTrustedHost
 from app.api.metrics import Metrics
-from app.api.routers import jobs, search, streams, system
+from app.api.routers import jobs, review, search, streams, system
 from app.services.disk import no_space_reason
 from app.services.jobs import JobManager, NoSpace
 from app.services.search import SearchService, TextMatcher
@@ -101,6 +101,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(JSONTrustedHost, allowed_hosts=list(settings.trusted_hosts))
     app.add_middleware(HeadAsGet)  # outermost: HEAD passes every check a GET does
 
-    for module in (system, jobs, streams, search):
+    for module in (system, jobs, streams, search, review):
         app.include_router(module.router)
     return app

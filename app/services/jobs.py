@@ -65,7 +65,8 @@ class PendingJob:
 def run_job(store: Store, job_id: str, path: str, options: AnalyzeOptions | None = None,
             on_progress: Callable[[float], None] | None = None) -> dict:
     """Analyze `path` inline as job `job_id`: marked running, progress written to the store (at most twice a
-    second), the result returned; exceptions propagate (see `outcome`)."""
+    second), review cards written as they come (with thumbnails: the analysed pictures are kept), the result
+    returned; exceptions propagate (see `outcome`)."""
     last = [0.0]
 
     def progress(fraction: float) -> None:
@@ -77,7 +78,9 @@ def run_job(store: Store, job_id: str, path: str, options: AnalyzeOptions | None
             on_progress(fraction)
 
     store.update_job(job_id, status="running", progress=0.0)
-    return analyze_inline(path, options, progress)
+    options = options or AnalyzeOptions()
+    options = replace(options, stages=replace(options.stages, keep_picture=True))
+    return analyze_inline(path, options, progress, job=(job_id, store))
 
 
 def outcome(fn: Callable[[], dict]) -> tuple[dict | None, str | None]:

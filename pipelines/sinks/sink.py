@@ -1,32 +1,40 @@
 """Where each second's record goes, for both runners: the result builder, the webhook, the store's rows (as
-they close) and a feed for live subscribers."""
+they close), the review feed's cards (`pipelines.sinks.review`) and a feed for live subscribers."""
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 from pipelines.sinks.results import ResultBuilder
+from pipelines.sinks.review import ReviewWriter
 from pipelines.sinks.webhooks import WebhookConfig, WebhookSender
 from pipelines.stages.record import Second
+
+if TYPE_CHECKING:
+    from pipelines.sinks.store import Store
 
 
 class Sink:
     """Collects one source's records; `result()` builds the design's result schema when the stream ends.
 
-    With `job_id` and `db_path`, closed rows are appended to that store as they come; `feed_size` > 0 keeps
-    the last records for live subscribers (`feed_since`).
+    With `job_id` and `db_path` (or an open `store`), closed rows are appended to that store as they come and
+    the review feed's cards are added or merged there; `live_rows=False` keeps only the cards (a file job, whose
+    rows come with its saved result). `feed_size` > 0 keeps the last records for live subscribers (`feed_since`).
     """
 
     def __init__(self, source: str, job_id: str | None = None, db_path: str | None = None, feed_size: int = 0,
-                 webhook: WebhookConfig | None = None):
+                 webhook: WebhookConfig | None = None, store: Store | None = None, live_rows: bool = True):
         self.builder = ResultBuilder(source)
         self.webhook = WebhookSender(webhook, source) if webhook is not None and webhook.url else None
         self.job_id = job_id
-        self.store = None
-        if db_path and job_id:
+        self.store = store if job_id else None
+        if self.store is None and db_path and job_id:
             from pipelines.sinks.store import Store
             self.store = Store(db_path)
+        self.live_rows = live_rows
+        self.review = ReviewWriter(self.store, job_id, source) if self.store is not None else None
         self.feed: deque | None = deque(maxlen=feed_size) if feed_size > 0 else None
         self.seq = 0
         # The latest analysed picture with its own boxes, for live views: {"time", "jpeg", "visual", "text"}, all
@@ -52,7 +60,9 @@ class Sink:
             self.tracking_counts[key] = self.tracking_counts.get(key, 0) + 1
         if self.webhook is not None:
             self.webhook.offer(record)
-        if self.store is not None:
+        if self.review is not None:
+            self.review.write(record)
+        if self.store is not None and self.live_rows:
             self.store.append_rows(self.job_id, self.builder.source, record.events_closed, record.transcript,
                                    record.alerts + tracking_rows(record))
         self.seq += 1

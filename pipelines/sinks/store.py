@@ -1,6 +1,7 @@
 """SQLite storage (WAL mode) for sources, jobs, events, transcripts, moments and alerts, and the grounding
 index's per-second features and coarse windows (`pipelines.sinks.grounding_index`). All of Foresight's SQL is
-here, behind methods.
+here, behind methods, but for the review feed's cards (`pipelines.sinks.review_store`, a mixin on the same
+connection).
 
 A job's rows are replaced in one transaction when its result is saved, so a process killed at any point
 leaves either the previous state or the new one, never half a result: that is what makes batch resumable.
@@ -16,6 +17,8 @@ import time
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
+
+from pipelines.sinks.review_store import REVIEW_SCHEMA, ReviewCards
 
 # "stopped": a live stream its user stopped (its result is saved as for "done")
 JOB_STATUSES = ("queued", "running", "done", "stopped", "failed")
@@ -71,7 +74,7 @@ CREATE TABLE IF NOT EXISTS stream_restarts (
 GROUNDING_TABLES = ("grounding_clips", "grounding_seconds", "grounding_windows")
 
 
-class Store:
+class Store(ReviewCards):
     """A thread-safe handle on one SQLite database file."""
 
     def __init__(self, path: str | Path):
@@ -87,7 +90,7 @@ class Store:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=30000")
         _widen_job_statuses(self.db)
-        self.db.executescript(SCHEMA)
+        self.db.executescript(SCHEMA + REVIEW_SCHEMA)  # an older database gains the tables it lacks
         _add_missing_columns(self.db, "events", {"model": "TEXT", "taxonomy": "TEXT"})
         _add_missing_columns(self.db, "stream_restarts", {"settings": "TEXT"})
 

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.media.ingest import SegmentReader
 from pipelines.media.sources import parse_source
@@ -29,6 +29,9 @@ from pipelines.stages.config import StageConfig
 from pipelines.stages.grounding import checkpoint_path
 from pipelines.stages.parser import prefm_checkpoint
 from pipelines.stages.record import Second
+
+if TYPE_CHECKING:
+    from pipelines.sinks.store import Store
 
 IN_FLIGHT = 32  # seconds in the graph at once: more than a speech span, so Whisper's turn stalls no node; memory stays small
 
@@ -83,11 +86,13 @@ class NodeThreads:
 
 def analyze_inline(source: str, options: AnalyzeOptions | None = None,
                    progress: Callable[[float], None] | None = None, cache: StageCache = PROCESS_CACHE,
-                   stop_event: threading.Event | None = None) -> dict:
+                   stop_event: threading.Event | None = None, job: tuple[str, Store] | None = None) -> dict:
     """Analyze `source` in this process and return the result dict.
 
     `progress`, if given, is called after each second with the fraction done (files of known duration).
     Setting `stop_event` (e.g. from a SIGINT handler) ends the source early; the seconds read so far are kept.
+    `job`, `(job_id, store)`: the review feed's cards go to that store as they come (the rows come with the
+    result the caller saves).
     """
     options = options or AnalyzeOptions()
     spec = parse_source(source, options.rtsp_transport, options.live, options.source_policy)
@@ -106,7 +111,8 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
         return stage
 
     stages = {node.name: threads.submit(node.name, build, [node]) for node in nodes}
-    sink = Sink(spec.name, webhook=options.webhook)
+    sink = Sink(spec.name, webhook=options.webhook, **({} if job is None else
+                                                      {"job_id": job[0], "store": job[1], "live_rows": False}))
     reader = SegmentReader(spec, spec.name, sample_fps=options.sample_fps, max_side=options.max_side,
                            duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,
                            open_timeout_s=options.open_timeout_s, record=options.record,
