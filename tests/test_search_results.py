@@ -150,18 +150,26 @@ def test_a_recording_keeps_its_wall_clock_and_says_what_the_retention_deleted(re
     assert recorded_span(store, tmp_path / "recordings", job_id).approximate
 
 
+def camera_clock(folder) -> float:
+    """Rewrite a recording's log as a camera's that began at 12:00:00 today and was away for a minute after 10 s of
+    stream time; returns that noon (epoch s)."""
+    import json
+
+    noon = dt.datetime.combine(dt.date.today(), dt.time(12)).timestamp()
+    wall = {p.name: noon + segment_start(p) + (60.0 if segment_start(p) >= 10.0 else 0.0) for p in list_segments(folder)}
+    (folder / LOG_NAME).write_text(json.dumps({"wall": wall, "deleted": {"count": 0}}))
+    return noon
+
+
 def test_jump_to_a_wall_clock_time_plays_the_recording_from_there(recording, tmp_path):
     """A camera recorded from 12:00:00 that was away for a minute after 10 s of stream time (a file is read
-    faster than real time, so its log is rewritten to a real camera's clock)."""
-    import json
+    faster than real time, so its log is rewritten to a real camera's clock, `camera_clock`)."""
     import shutil
 
     store, root, job_id, _, _ = recording
     copy = tmp_path / "recordings" / job_id
     shutil.copytree(root / job_id, copy)
-    noon = dt.datetime(2026, 12, 2, 12, 0, 0).timestamp()
-    wall = {p.name: noon + segment_start(p) + (60.0 if segment_start(p) >= 10.0 else 0.0) for p in list_segments(copy)}
-    (copy / LOG_NAME).write_text(json.dumps({"wall": wall, "deleted": {"count": 0}}))
+    noon = camera_clock(copy)
     span = recorded_span(store, tmp_path / "recordings", job_id)
     runs = recorded_runs(span)
     assert [(round(a - noon), round(b - noon)) for a, b in runs] == [(0, 10), (70, round(span.end) + 60)]
@@ -202,3 +210,70 @@ def test_search_returns_one_hit_per_span_of_a_job(tmp_path):
                       [{"start": 10.0, "end": 12.0, "text": "the telephone is ringing"}])
     moments = SearchService(store).search("telephone ringing", top_k=5)["moments"]
     assert [(m["job_id"], m["start"], m["end"]) for m in moments] == [(job, 10.0, 12.0)], moments
+
+
+def test_dashboard_search_page_and_recordings_scrubber(recording, demo_clip, tmp_path, monkeypatch):
+    """The real dashboard under AppTest on a store holding a stopped camera's job and its recording: the search
+    hit shows mm:ss, the recording's clock, a thumbnail and a Play that plays the recording from 2 s before; the
+    Recordings expander says what is kept and plays from a typed wall-clock time."""
+    import shutil
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from ui.search import hit_key
+
+    _, root, job_id, _, _ = recording
+    db = tmp_path / "dash.db"
+    store = Store(db)
+    store.create_job("dashboard-live", "rtsp://127.0.0.1:8554/cam", job_id=job_id)
+    store.update_job(job_id, status="stopped")
+    store.append_rows(job_id, "rtsp://127.0.0.1:8554/cam",
+                      [{"label": "Telephone_bell_ringing", "modality": "audio", "start": 10.4, "end": 11.3,
+                        "confidence": 0.8}], [{"start": 1.0, "end": 8.8, "text": "The phone is ringing in the kitchen."}])
+    shutil.copytree(root / job_id, tmp_path / "recordings" / job_id)
+    camera_clock(tmp_path / "recordings" / job_id)
+    monkeypatch.setenv("FORESIGHT_DB", str(db))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "ui" / "dashboard.py"), default_timeout=120).run()
+    assert not at.exception, at.exception
+
+    at.text_input(key="query").input("telephone ringing").run()
+    assert not at.exception, at.exception
+    moments = at.session_state["moments"]
+    bell = next(m for m in moments if m["kind"] == "audio")
+    rows = [m.value for m in at.markdown if m.value.startswith("**00:")]
+    assert "**00:10-00:11** · rtsp://127.0.0.1:8554/cam · at 12:01:10 · score " in "\n".join(rows), rows
+    assert len(at.get("image")) == len(moments)  # each hit's first frame, from the recording
+    at.button(key=f"hit_play_{hit_key(bell)}").click().run()
+    videos = at.get("video")
+    assert len(videos) == 1 and videos[0].proto.autoplay and videos[0].proto.muted
+    said = [c.value for c in at.caption if c.value.startswith("from the recording (")]
+    assert said and "playing from 00:08, 2 s before the moment" in said[0], said
+
+    assert any("recorded 12:00:00-12:01:19 (00:19); nothing deleted yet (the retention keeps 60 min / 2 GB)"
+               in c.value for c in at.caption), [c.value for c in at.caption]
+    at.text_input(key=f"rec_jump_{job_id}").input("12:01:12").run()
+    at.button(key=f"rec_play_{job_id}").click().run()
+    assert not at.exception, at.exception
+    assert any(c.value == "playing the recording from 12:01:12 (stream time 00:12)" for c in at.caption)
+    assert len(at.get("video")) == 2 and at.get("video")[-1].proto.autoplay
+    at.text_input(key=f"rec_jump_{job_id}").input("11:00:00").run()
+    at.button(key=f"rec_play_{job_id}").click().run()
+    assert any("11:00:00 is not in the recording (12:00:00-12:01:19)" in w.value for w in at.warning)
+
+
+    # more hits than a page: ten at a time, Prev and Next, and a new query starts again at its first page
+    store.append_rows(job_id, "rtsp://127.0.0.1:8554/cam", [], [{"start": 20.0 + 2 * i, "end": 21.0 + 2 * i,
+                                                                 "text": f"phone call number {i}"} for i in range(24)])
+    at.text_input(key="query").input("a phone call").run()
+    assert any(c.value == "results 1-10 of 26 (page 1 of 3)" for c in at.caption), [c.value for c in at.caption]
+    assert len(at.get("image")) == 10
+    next(b for b in at.button if b.label == "Next ▶").click().run()
+    assert any(c.value == "results 11-20 of 26 (page 2 of 3)" for c in at.caption)
+    next(b for b in at.button if b.label == "Next ▶").click().run()
+    assert any(c.value == "results 21-26 of 26 (page 3 of 3)" for c in at.caption)
+    assert next(b for b in at.button if b.label == "Next ▶").disabled
+    next(b for b in at.button if b.label == "◀ Prev").click().run()
+    assert any(c.value == "results 11-20 of 26 (page 2 of 3)" for c in at.caption)
+    at.text_input(key="query").input("phone call number").run()
+    assert any(c.value.startswith("results 1-10 of ") for c in at.caption)
