@@ -77,9 +77,11 @@ def hit_row(store: Store, hit: dict, jobs: dict[str, tuple]) -> None:
         picture.image(thumb, width=THUMB_PX)
     else:
         picture.caption("no picture")
-    repeats = f" · {hit['repeats']} identical hit{'s' * (hit['repeats'] > 1)} folded in" if hit.get("repeats") else ""
-    text.markdown(f"**{span_label(hit)}** · {hit.get('source') or '?'} · {when_label(hit, job, span)} · "
-                  f"score {hit['score']:.2f}{repeats}  \n{hit.get('kind', '')}: _{_readable(hit.get('text')) or ''}_")
+    repeats = f"{hit['repeats']} identical hit{'s' * (hit['repeats'] > 1)} folded in" if hit.get("repeats") else ""
+    head = [f"**{span_label(hit)}**", hit.get("source") or "?", when_label(hit, job, span), f"score {hit['score']:.2f}",
+            repeats]
+    matched = _readable(hit.get("text"))
+    text.markdown(" · ".join(p for p in head if p) + (f"  \n{hit.get('kind', '')}: _{matched}_" if matched else ""))
     playable = folder is not None or media is not None
     playing = st.session_state.setdefault("search_playing", {})
     if action.button("▶ Play", key=f"hit_play_{key}", disabled=not playable,
