@@ -251,6 +251,13 @@ def playing_video(b, before: list[str], what: str) -> None:
                60, what + " playing")
 
 
+def stored_ring(db) -> bool:
+    """Whether the store holds a transcript line or an event of the demo clip's ringing phone."""
+    speech, events = Store(db).text_rows()
+    return any("ring" in r[2].lower() for r in speech) or any(re.search("Telephone|Ringtone|Bell", r[2])
+                                                                for r in events)
+
+
 def seconds_of_day(hms: str) -> int:
     h, m, s = (int(x) for x in hms.split(":"))
     return h * 3600 + m * 60 + s
@@ -260,7 +267,11 @@ def seconds_of_day(hms: str) -> int:
 def test_a_live_search_hit_shows_its_time_and_picture_and_plays_the_recording(live, tmp_path):
     """Search the live stream for what the demo clip says and rings: the hit reads mm:ss-mm:ss and the clock,
     has a thumbnail of its first frame, and its Play plays the stream's recording (muted, at once)."""
-    b = live[0]
+    b, _, _, db = live
+    deadline = time.time() + 240  # the stream's rows reach the store as it plays (a search runs once per query)
+    while not stored_ring(db) and time.time() < deadline:
+        time.sleep(1)
+    assert stored_ring(db), "no transcript line or event of the ring was stored"
     b.wait_for(f"document.querySelector({QUERY_BOX!r}) !== null", 60, "the search box")
     b.type_into(QUERY_BOX, "the telephone is ringing")
     row = r"/\d\d:\d\d-\d\d:\d\d · rtsp:\/\/\S+ · at \d\d:\d\d:\d\d · score 0\.\d\d/"
