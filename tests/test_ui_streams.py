@@ -243,9 +243,9 @@ VIDEO_SRCS = "[...document.querySelectorAll('video')].map(v => v.src)"
 
 def playing_video(b, before: list[str], what: str) -> None:
     """Wait until a video that was not on the page before (`before`: the srcs then) plays, muted, a second past
-    where it was first seen."""
+    where it was once loaded."""
     fresh = f"[...document.querySelectorAll('video')].filter(v => !{before!r}.includes(v.src))"
-    b.wait_for(f"{fresh}.length > 0", 60, what)
+    b.wait_for(f"{fresh}.some(v => v.readyState >= 3)", 60, what)  # loaded and put at its start time
     b.js(f"window.seenAt = new Map({fresh}.map(v => [v.src, v.currentTime]))")
     b.wait_for(f"{fresh}.some(v => !v.paused && v.muted && v.currentTime > (window.seenAt.get(v.src) ?? 0) + 1)",
                60, what + " playing")
