@@ -195,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--query", action="append", metavar="TEXT",
                    help="find the moments matching TEXT (repeatable); fills `moments`")
     p.add_argument("--watch", action="append", metavar="TEXT",
-                   help="standing query: fires a moment live when TEXT matches the recent seconds (repeatable)")
+                   help="standing query: fires a moment live when TEXT matches the recent seconds (repeatable); "
+                        "end it in '@0.7' for a threshold of its own")
     p.add_argument("--grounding-model", metavar="PATH", type=checkpoint_file, help="grounding checkpoint (default: the shipped embedded one)")
     p.add_argument("--json", action="store_true", help="print the result JSON instead of the summary")
     p.add_argument("--duration", type=positive_float, help="stop a live source after this many seconds")

@@ -135,6 +135,30 @@ def test_live_speech_alone_is_not_evidence_but_corroborated_speech_is(retriever)
     assert any(a.rule == GAS for a in feed(monitor(retriever, threshold=0.05, segment_s=5), seen))
 
 
+def test_a_posture_counts_only_where_someone_is_seen():
+    """Pose said "lying" on a picture where the detector saw nobody: the log must not say a person is lying."""
+    from models.safety.obslog import describe
+
+    ghost = describe([SecondSignals(time=float(t), persons=0, pose=[{"posture": "lying"}]) for t in range(5)])
+    assert "lying" not in ghost.behavior
+    seen = describe([SecondSignals(time=float(t), persons=1, pose=[{"posture": "lying"}]) for t in range(5)])
+    assert "A person is lying down on the floor for about 5 seconds." in seen.behavior
+
+
+def test_live_alerts_take_evidence_only_from_the_seconds_just_closed(retriever):
+    """The heater installed in the first segment raises its rule once; the empty segments after it must not
+    raise anything from that old evidence, even with the cool-down over."""
+    said = "I will install the gas water heater in the bathroom"
+    act = [SecondSignals(time=float(t), persons=1, objects={"gas water heater": 1},
+                         events=[{"label": "installing a heater on the bathroom wall", "modality": "visual"}],
+                         speech_text=said if t == 2 else "") for t in range(5)]
+    empty = [SecondSignals(time=float(t), persons=0) for t in range(5, 40)]
+    mon = monitor(retriever, threshold=0.05, segment_s=5, cooldown_s=1.0)
+    first = feed(mon, act + empty[:1])
+    assert [a.rule for a in first] == [GAS]
+    assert feed(mon, empty[1:]) == []  # the same log, with the old segment still in its window
+
+
 def demo_clip_seconds(n: int = 22) -> list[SecondSignals]:
     """What the pipeline reports on the demo clip: speech, then a phone ringing, then an alarm clock."""
     words = "Hello and welcome to Foresight. The phone is ringing in the kitchen. Please check the front door."

@@ -86,7 +86,7 @@ def test_queries_and_standing_queries_fill_moments(demo_clip):
     path, truth = demo_clip
     options = AnalyzeOptions(stages=StageConfig(safety=False), grounding=GroundingConfig(
         queries=["a telephone is ringing", "someone talks about the front door"],
-        standing=["a telephone is ringing"], fire_threshold=0.3))
+        standing=["a telephone is ringing", "a telephone is ringing @0.999"]))
     result = analyze_inline(str(path), options)
     by_query: dict[str, list] = {}
     for m in result["moments"]:
@@ -99,6 +99,12 @@ def test_queries_and_standing_queries_fill_moments(demo_clip):
     assert door["modality_weights"]["speech"] > one_off[0]["modality_weights"]["speech"]
     fired = [m for m in by_query["a telephone is ringing"] if m.get("standing")]
     assert fired and fired[0]["fired_at"] >= fired[0]["end"] - 1e-6  # fired live, after the moment, not before
+    # A sound watch fires on what was heard, not on "the phone is ringing" said aloud at 3 s (at the calibrated
+    # threshold it fired there, speech 0.66 of the weight, before sound watches needed audio evidence)
+    assert fired[0]["start"] < truth.phone[1] and fired[0]["end"] > truth.phone[0], fired
+    assert all(max(m["modality_weights"], key=m["modality_weights"].get) == "audio" for m in fired), fired
+    assert {m["watch"] for m in fired} == {"a telephone is ringing"}  # the @0.999 one, held to its own, never fires
+    assert fired[0]["threshold"] < 0.999
 
 
 def test_clip_features_are_indexed_for_search_over_everything_stored(demo_clip, tmp_path):

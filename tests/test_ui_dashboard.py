@@ -10,7 +10,7 @@ import pytest
 from pipelines.sinks.store import Store
 from ui.data import LiveState, alert_lines, detections_text, moments_frame, rolling_transcript
 from ui.search import hit_key
-from ui.timeline import human_label, mmss, timeline_chart, timeline_frame
+from ui.timeline import human_label, mmss, outage_events, timeline_chart, timeline_frame
 
 APP = str(Path(__file__).resolve().parents[1] / "ui" / "dashboard.py")
 
@@ -35,6 +35,26 @@ def test_timeline_has_a_lane_per_modality_with_human_names_and_one_click_selecti
     assert list(frame[frame["lane"] == "audio-visual"]["name"]) == ["(no events)"]
     assert [p["name"] for p in timeline_chart([], None, selectable=False).to_dict()["params"]] == ["zoom"]
     assert human_label("dog__bark") == "Dog bark" and mmss(3725) == "1:02:05"
+
+
+def test_outages_get_a_lane_of_their_own_with_their_true_length():
+    """A camera away from 12.4 s for 60 s: a fourth lane shows the gap, the axis reaches past it, and while the
+    source is still away the gap runs on to now."""
+    import time
+
+    from ui.panels import outage_gaps
+
+    events = [{"label": "Speech", "modality": "audio", "start": 1.0, "end": 4.0, "confidence": 0.9}]
+    health = {"health": "live", "lost_intervals": [[12.4, 72.4]]}
+    lanes = timeline_chart(events, 80.0, gaps=outage_gaps(health)).to_dict()["vconcat"]
+    assert [lane["title"]["text"] for lane in lanes] == ["audio", "visual", "audio-visual", "outages"]
+    frame = timeline_frame(events + outage_events(outage_gaps(health)), 80.0)
+    gap = frame[frame["lane"] == "outages"].iloc[0]
+    assert (gap["start"], gap["end"], gap["when"]) == (12.4, 72.4, "00:12-01:12 (60 s)")
+    assert len(timeline_chart(events, 80.0).to_dict()["vconcat"]) == 3  # no outages, no fourth lane
+    away = {"health": "reconnecting", "lost_intervals": [], "outage_since": time.time() - 30}
+    (start, end), = outage_gaps(away, now_s=20.0)
+    assert start == 20.0 and 49.0 < end < 52.0
 
 
 def test_live_state_keeps_only_new_feed_items_and_the_latest_tags():
@@ -96,11 +116,12 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     # a results page: each hit once, as mm:ss-mm:ss with its source, when the file was analysed, its score and
     # the matched text, a thumbnail of its first frame and a Play button; no player until one is clicked
     rows = [m.value for m in at.markdown if re.match(r"\*\*\d\d:\d\d-\d\d:\d\d\*\* · ", m.value)]
-    assert len(rows) == len(moments) > 1 and len({r.split("  ")[0] for r in rows}) == len(rows), rows
+    shown = min(len(moments), 10)  # the first page
+    assert len(rows) == shown > 1 and len({r.split("  ")[0] for r in rows}) == len(rows), rows
     assert re.match(r"\*\*\d\d:\d\d-\d\d:\d\d\*\* · demo\.mp4 · file analysed \d\d:\d\d:\d\d · score 0\.\d\d", rows[0])
-    assert len(at.get("image")) == len(moments)  # a thumbnail per hit
+    assert len(at.get("image")) == shown  # a thumbnail per hit
     assert not at.get("video")
-    assert any(c.value.startswith(f"results 1-{len(moments)} of {len(moments)}") for c in at.caption)
+    assert any(c.value.startswith(f"results 1-{shown} of {len(moments)}") for c in at.caption)
     at.button(key=f"hit_play_{hit_key(moments[1])}").click().run()
     videos = at.get("video")
     assert len(videos) == 1 and videos[0].proto.start_time == int(max(0.0, moments[1]["start"] - 2.0))

@@ -44,13 +44,23 @@ state = st.session_state
 state.setdefault("result", None)
 state.setdefault("job_id", None)
 state.setdefault("error", None)
+# the open result is in the URL (?job=...), so a reload or a shared link opens it again
+if state.result is None and st.query_params.get("job"):
+    state.update(result=store.result(st.query_params["job"]), job_id=st.query_params["job"])
+    if state.result is None:
+        state.update(job_id=None, error=f"no saved result for job {st.query_params['job']}")
+        del st.query_params["job"]
+# the page refreshes every second while a stream runs: a playing clip or the live picture must not dim each time
+st.html("<style>.stElementContainer[data-stale='true']:has(video, img) {opacity: 1 !important; "
+        "transition: none !important;}</style>")
 
 
 def ask(live: bool) -> tuple[list[str], float]:
     """The sidebar's questions (a file) or watches (a live source), one per line, and the safety threshold."""
     if live:
         text = st.sidebar.text_area("Watch for (one per line)", key="watches", placeholder="someone falls down",
-                                    help="standing queries, checked every few seconds as the stream plays")
+                                    help="standing queries, checked every few seconds as the stream plays; end a line in "
+                                         "'@0.7' to give it a threshold of its own")
     else:
         text = st.sidebar.text_area("Questions (one per line)", key="questions", placeholder="when does the phone ring?",
                                     help="answered with the moments that match, when the analysis ends")
@@ -124,6 +134,10 @@ if state.error:
     st.error(state.error)
 
 streams_panel(manager, store)
+if state.job_id and state.result is not None:
+    st.query_params["job"] = state.job_id
+elif "job" in st.query_params:
+    del st.query_params["job"]
 if state.result is not None:
     result = state.result
     job = store.job(state.job_id) if state.job_id else None

@@ -66,11 +66,26 @@ def health_panel(health: dict) -> None:
             st.caption(f"Try this: {hint}")
 
 
+def outage_gaps(health: dict | None, now_s: float | None = None) -> list[tuple[float, float]]:
+    """The source's outages on the stream clock: those it came back from (`lost_intervals`, their true length)
+    and, while it is away, the one still going on (from `now_s`, the last second analysed, for as long as it
+    has been away)."""
+    health = health or {}
+    gaps = [(float(a), float(b)) for a, b in health.get("lost_intervals") or []]
+    since = health.get("outage_since")
+    if since and now_s is not None and health.get("health") in ("connecting", "reconnecting"):
+        gaps.append((float(now_s), float(now_s) + max(0.0, time.time() - float(since))))
+    return gaps
+
+
 def timeline_panel(events: list[dict], duration: float | None, media: Path | None = None,
-                   key: str | None = None) -> None:
-    """The timeline; with a playable `media` file, a click on an event plays it from that second."""
+                   key: str | None = None, gaps: list | None = None) -> None:
+    """The timeline (with the source's outages, `gaps`); with a playable `media` file, a click on an event
+    plays it from that second."""
     st.subheader("Timeline")
-    chart = timeline_chart(events, duration, selectable=media is not None)
+    gaps = list(gaps or [])
+    chart = timeline_chart(events, max([duration or 0.0, *(b for _, b in gaps)]), selectable=media is not None,
+                           gaps=gaps)
     if media is None:
         st.altair_chart(chart, width="stretch")
         return
@@ -93,7 +108,10 @@ def show_panels(events: list[dict], transcript: list[dict], alerts: list[dict], 
         st.subheader("Now")
         stale = (health or {}).get("health") in ("connecting", "reconnecting")
         st.write("(no picture: the source is reconnecting)" if stale else detections_text(live.tags, live.visual, text=live.text))
-    timeline_panel(events, duration, media, key)
+    timeline_panel(events, duration, media, key, gaps=outage_gaps(health, live.time if live is not None else None))
+    if health is not None and health.get("lost_intervals"):
+        st.caption("source away: " + ", ".join(f"{mmss(a)}-{mmss(b)} ({b - a:.0f} s)"
+                                               for a, b in outage_gaps(health)))
     answers = live.moments if live is not None else (moments or [])
     if answers:
         st.subheader("Watches that fired" if live is not None else "Answers")

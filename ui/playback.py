@@ -39,12 +39,14 @@ def playback_panel(store: Store, job_id: str, events: list[dict], alerts: list[d
     player = player if player is not None else st.container()
     st.subheader("Play back from the recording")
     playing = st.session_state.setdefault("playing", {})
-    cols = st.columns(3)
-    for i, (kind, t, name) in enumerate(items[:12]):
-        label = f"▶ {fmt_time(t)} {name} ({kind})"
-        if cols[i % 3].button(label, key=f"play_{job_id}_{kind}_{t:.2f}_{name[:40]}"):
-            clip = backend.recorded_clip(store, job_id, t, BEFORE_S)
-            playing[job_id] = (kind, t, name, clip)
+    shown = items[:12]
+    for row in range(0, len(shown), 3):  # a row of columns per three: on a phone they stack in time order
+        cols = st.columns(3)
+        for col, (kind, t, name) in zip(cols, shown[row:row + 3], strict=False):
+            label = f"▶ {fmt_time(t)} {name} ({kind})"
+            if col.button(label, key=f"play_{job_id}_{kind}_{t:.2f}_{name[:40]}"):
+                clip = backend.recorded_clip(store, job_id, t, BEFORE_S)
+                playing[job_id] = (kind, t, name, clip)
     if job_id not in playing:
         return
     kind, t, name, clip = playing[job_id]
@@ -52,6 +54,7 @@ def playback_panel(store: Store, job_id: str, events: list[dict], alerts: list[d
         player.warning(f"{fmt_time(t)} is not in the recording (not recorded, or older than the retention keeps)")
         return
     begin = max(0.0, t - BEFORE_S)
-    player.video(clip.data, start_time=int(round(clip.offset(begin))))
+    # a click means "play it": autoplay (muted, which browsers require for it; the controls unmute)
+    player.video(clip.data, start_time=int(round(clip.offset(begin))), autoplay=True, muted=True)
     player.caption(f"from the recording ({fmt_time(clip.start)}-{fmt_time(clip.end)} of the stream): playing from "
                f"{fmt_time(begin)}, {t - begin:.0f} s before {name} ({kind}) at {fmt_time(t)} ({t:.1f} s)")

@@ -121,7 +121,8 @@ class StreamCreate(BaseModel):
     persistent: bool = Field(False, description="reconnect this stream when the server restarts (its source, "
                                                 "credentials included, is kept in the server's database)")
     watches: list[Watch] = Field(
-        default_factory=list, max_length=20, description="standing queries, checked every 5 s over the last 30 s")
+        default_factory=list, max_length=20, description="standing queries, checked every 5 s over the last 30 s; one ending in '@0.7' fires at "
+                                        "that score instead of the server's threshold")
     zones: list[LayoutSpec] = Field(
         default_factory=list, max_length=32, description="polygon zones as on the CLI, 'NAME=x,y x,y x,y ...' "
                                                         "(0-1 on the picture): tracking with zone_enter/exit/loiter")

@@ -24,6 +24,7 @@ from app.validate import (
     unit_interval,
 )
 from models.errors import BadInput
+from models.watches import parse_watch
 
 if TYPE_CHECKING:
     from pipelines import AnalyzeOptions
@@ -237,7 +238,7 @@ def analysis_options(args) -> AnalyzeOptions:
         except ValueError as exc:
             raise BadInput(str(exc)) from None
     opts.grounding = GroundingConfig(queries=list(getattr(args, "query", None) or []),
-                                     standing=list(getattr(args, "watch", None) or []),
+                                     standing=[parse_watch(w).text for w in getattr(args, "watch", None) or []],
                                      checkpoint=getattr(args, "grounding_model", None),
                                      zones=tuple(z.name for z in opts.stages.zones))  # watches may name one
     if getattr(args, "duration", None) is not None:

@@ -103,9 +103,9 @@ class LiveStream:
 
 def check_watches(watches: list[str]) -> list[str]:
     """Standing queries as given, stripped; BadInput for blank ones or too many."""
-    out = [w.strip() for w in watches]
-    if any(not w for w in out):
-        raise BadInput("a watch must not be blank")
+    from models.watches import parse_watch
+
+    out = [parse_watch(w).text for w in watches]  # BadInput for a blank one or a bad threshold
     if len(out) > MAX_WATCHES or any(len(w) > MAX_WATCH_CHARS for w in out):
         raise BadInput(f"at most {MAX_WATCHES} watches of {MAX_WATCH_CHARS} characters each")
     return list(dict.fromkeys(out))

@@ -141,12 +141,16 @@ class SafetyMonitor:
             return []
         if self._live:
             # Live logs are written from perception and ASR. The rule must also win without the
-            # words (speech may confirm a rule, never introduce one), someone must be seen, and the
-            # evidence must be an act or hazard, not just "1 person is present".
+            # words (speech may confirm a rule, never introduce one), and the evidence must be an act or
+            # hazard, not just "1 person is present". It must come from the seconds just closed, with
+            # someone seen in them: older segments weigh in the risk, but their evidence is never reused
+            # (a posture seen a minute ago does not make a fresh alert about an empty room).
+            newest = len(segments) - 1
             quiet_value, quiet = self._decide([s.text(with_speech=False) for s in segments])
             quiet_level = None if level is None else self.escalation.would(quiet_value)
-            evidence = {c.rule.id: c for c in quiet} if self._acts(quiet_value, quiet_level) else {}
-            actor = any(not s.behavior.startswith(NO_PERSON) for s in segments)
+            evidence = ({c.rule.id: c for c in quiet if c.segment == newest}
+                        if self._acts(quiet_value, quiet_level) else {})
+            actor = not segments[newest].behavior.startswith(NO_PERSON)
             top = evidence.get(candidates[0].rule.id)
             if not actor or top is None or is_presence(top.sentence):
                 return []

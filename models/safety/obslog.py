@@ -52,7 +52,7 @@ def describe(seconds: list[SecondSignals], tag_prob: float = 0.3, fall_velocity:
         for k, v in s.audio_tags.items():
             tags[k] = max(tags.get(k, 0.0), float(v))
         people = max(people, s.people())
-        for p in s.pose:
+        for p in s.pose if s.people() else ():  # a posture counts only in a second where someone is seen
             postures[p.get("posture", "unknown")] += 1
             falls += float(p.get("vertical_velocity", 0.0)) >= fall_velocity
         if s.speech_text.strip():

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from models.errors import BadInput
+from models.watches import heard
 from pipelines.stages.config import GroundingConfig
 from pipelines.stages.record import Second
 
@@ -40,12 +41,20 @@ def _grounder(path: str):
     return Grounder.from_pretrained(path)
 
 
+def _watch_specs(config: GroundingConfig) -> dict:
+    """Each standing query read as a watch (its words, its own threshold); BadInput for a bad one."""
+    from models.watches import parse_watch
+
+    return {q: parse_watch(q) for q in config.standing}
+
+
 class GroundingStage:
     def __init__(self, config: GroundingConfig):
-        for q in config.queries + config.standing:
+        for q in config.queries:
             if not q.strip():
                 raise BadInput("queries must not be empty")
         self.config = config
+        self.watches = _watch_specs(config)
         self.grounder = load_grounder(config.checkpoint)
         self.audio: list[np.ndarray] = []
         self.visual: list[np.ndarray] = []
@@ -61,9 +70,7 @@ class GroundingStage:
     def reconfigure(self, config: GroundingConfig) -> None:
         """New standing queries for a running stream (the ingest sends the new config with every call): a query
         kept keeps what it has fired, a new one is checked from the next check on, over the same recent past."""
-        for q in config.standing:
-            if not q.strip():
-                raise BadInput("queries must not be empty")
+        self.watches = _watch_specs(config)
         self.fired = {q: self.fired.get(q, []) for q in config.standing}
         self.config = config
         self._watch_zones(config)
@@ -74,7 +81,7 @@ class GroundingStage:
         from models.zone_watch import zone_watch
 
         labels = tuple(coco_labels()) if config.zones else ()
-        watches = {q: zone_watch(q, config.zones, labels) for q in config.standing}
+        watches = {q: zone_watch(self.watches[q].query, config.zones, labels) for q in config.standing}
         self.zone_watches = {q: w for q, w in watches.items() if w is not None}
         old = getattr(self, "zone_fired", {})
         self.zone_fired = {q: old.get(q, set()) for q in self.zone_watches}
@@ -151,11 +158,15 @@ class GroundingStage:
         if grounded and n % self.config.check_every_s == 0:
             lo = max(0, n - self.config.lookback_s)
             clip = self.features().window(lo, n)
-            for query in grounded:
-                for m in self._moments(query, offset=lo, clip=clip)[:1]:
-                    if m["score"] >= self.fire_threshold and not self._seen(query, m):
-                        self.fired[query].append((m["start"], m["end"]))
-                        fired.append({**m, "standing": True, "fired_at": record.end})
+            for text in grounded:
+                watch = self.watches[text]
+                threshold = watch.threshold if watch.threshold is not None else self.fire_threshold
+                for m in self._moments(watch.query, offset=lo, clip=clip)[:1]:
+                    # a sound watch needs audio evidence: words that name the sound are not the sound
+                    if m["score"] >= threshold and (not watch.sound or heard(m)) and not self._seen(text, m):
+                        self.fired[text].append((m["start"], m["end"]))
+                        fired.append({**m, "standing": True, "fired_at": record.end, "watch": text,
+                                      "threshold": round(float(threshold), 4)})
         record.moments = record.moments + fired
         return record
 
