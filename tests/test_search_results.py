@@ -30,11 +30,12 @@ def hit(job: str, source: str, start: float, end: float, score: float, kind: str
 def test_identical_hits_are_folded_into_the_best_one():
     hits = [hit("a", "demo.mp4", 10.0, 12.0, 0.9), hit("a", "demo.mp4", 10.0, 12.0, 0.8, "audio"),
             hit("b", "demo.mp4", 10.0, 11.0, 0.7),  # the same file analysed again: same source and start
-            hit("a", "demo.mp4", 14.0, 15.0, 0.6), hit("c", "cam", 10.0, 12.0, 0.5)]
+            hit("a", "demo.mp4", 14.0, 15.0, 0.6), hit("c", "cam", 10.0, 12.0, 0.5),
+            hit("c", "cam", 10.4, 12.9, 0.4, "visual")]  # reads "00:10-00:12" too
     kept = dedupe(hits)
     assert [(h["job_id"], h["start"], h["score"]) for h in kept] == [("a", 10.0, 0.9), ("a", 14.0, 0.6),
                                                                        ("c", 10.0, 0.5)]
-    assert [h["repeats"] for h in kept] == [2, 0, 0]
+    assert [h["repeats"] for h in kept] == [2, 0, 1]
     assert dedupe([]) == [] and "repeats" not in hits[0]  # the input is left as it was
 
 

@@ -25,7 +25,8 @@ THUMB_PX = 160
 
 def dedupe(hits: list[dict]) -> list[dict]:
     """The hits without repeats, best first: a later hit with the same job and span, or the same source and
-    start (the same file analysed twice), is dropped and counted in the kept one's `repeats`."""
+    start (the same file analysed twice), as shown (to the second), is dropped and counted in the kept one's
+    `repeats`."""
     kept: list[dict] = []
     seen: dict[tuple, dict] = {}
     for hit in hits:
@@ -42,8 +43,8 @@ def dedupe(hits: list[dict]) -> list[dict]:
 
 
 def _sec(t: float) -> int:
-    """A time to the tenth of a second, as a key: 17.7701 and 17.77 are the same moment."""
-    return round(float(t) * 10)
+    """A time as mm:ss shows it (whole seconds), as a key: two hits that read alike are one."""
+    return int(max(0.0, float(t)))
 
 
 def page_of(hits: list[dict], page: int, per_page: int = PER_PAGE) -> tuple[list[dict], int, int]:
