@@ -245,6 +245,9 @@ def playing_video(b, before: list[str], what: str) -> None:
     """Wait until a video that was not on the page before (`before`: the srcs then) plays, muted, a second past
     where it was once loaded."""
     fresh = f"[...document.querySelectorAll('video')].filter(v => !{before!r}.includes(v.src))"
+    b.wait_for(f"{fresh}.length > 0", 60, what)
+    # Chromium holds a muted autoplay back while it is off screen: look at it, as whoever clicked Play does
+    b.js(f"{fresh}.at(-1).scrollIntoView({{block: 'center'}})")
     b.wait_for(f"{fresh}.some(v => v.readyState >= 3)", 60, what)  # loaded and put at its start time
     b.js(f"window.seenAt = new Map({fresh}.map(v => [v.src, v.currentTime]))")
     b.wait_for(f"{fresh}.some(v => !v.paused && v.muted && v.currentTime > (window.seenAt.get(v.src) ?? 0) + 1)",
