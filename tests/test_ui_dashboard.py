@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from pipelines.sinks.store import Store
 from ui.data import LiveState, alert_lines, detections_text, moments_frame, rolling_transcript
+from ui.search import hit_key
 from ui.timeline import human_label, mmss, outage_events, timeline_chart, timeline_frame
 
 APP = str(Path(__file__).resolve().parents[1] / "ui" / "dashboard.py")
@@ -111,19 +113,22 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     moments = at.session_state["moments"]
     assert moments[0]["job_id"] == job_id and moments[0]["method"] == "text-match"
     assert moments[0]["start"] < truth.phone[1] + 1 and moments[0]["end"] > truth.phone[0] - 1
-    table = at.dataframe[-1].value
-    assert {"visual", "audio", "speech", "score"} <= set(table.columns)
+    # a results page: each hit once, as mm:ss-mm:ss with its source, when the file was analysed, its score and
+    # the matched text, a thumbnail of its first frame and a Play button; no player until one is clicked
+    rows = [m.value for m in at.markdown if re.match(r"\*\*\d\d:\d\d-\d\d:\d\d\*\* · ", m.value)]
+    shown = min(len(moments), 10)  # the first page
+    assert len(rows) == shown > 1 and len({r.split("  ")[0] for r in rows}) == len(rows), rows
+    assert re.match(r"\*\*\d\d:\d\d-\d\d:\d\d\*\* · demo\.mp4 · file analysed \d\d:\d\d:\d\d · score 0\.\d\d", rows[0])
+    assert len(at.get("image")) == shown  # a thumbnail per hit
+    assert not at.get("video")
+    assert any(c.value.startswith(f"results 1-{shown} of {len(moments)}") for c in at.caption)
+    at.button(key=f"hit_play_{hit_key(moments[1])}").click().run()
     videos = at.get("video")
-    assert len(videos) == 1 and videos[0].proto.start_time == int(moments[0]["start"])
-    assert len(moments) > 1
-    def play_moment():
-        return next(s for s in at.selectbox if s.label == "Play moment")
-
-    play_moment().set_value(1).run()
-    assert at.get("video")[0].proto.start_time == int(moments[1]["start"])
-    at.text_input(key="query").input("front door").run()  # a new query starts again at its best moment
-    assert play_moment().value == 0
-    assert at.get("video")[0].proto.start_time == int(at.session_state["moments"][0]["start"])
+    assert len(videos) == 1 and videos[0].proto.start_time == int(max(0.0, moments[1]["start"] - 2.0))
+    assert videos[0].proto.autoplay and videos[0].proto.muted
+    at.text_input(key="query").input("front door").run()  # a new query: its own results, no player yet
+    assert not at.exception, at.exception
+    assert not at.get("video") and at.session_state["moments"][0]["job_id"] == job_id
 
 
 @pytest.mark.slow

@@ -71,8 +71,8 @@ def test_upload_analysis_screenshot_shows_timeline(dashboard, demo_clip, tmp_pat
         b.js("window.scrollTo(0, 0)")
         b.wait_for(has_text("Search moments"), 30)
         b.type_into("input[placeholder='someone mentions the front door']", "telephone ringing")
-        b.wait_for(has_text("method: text-match") + " && document.querySelector('video') !== null", 120,
-                   "the moments table and the player")
+        b.wait_for(has_text("method: text-match") + " && " + click("▶ Play"), 120, "the results and a Play button")
+        b.wait_for("document.querySelector('video') !== null", 60, "the player")
         video_start = b.js("document.querySelector('video').currentSrc")
         time.sleep(2)  # let vega finish drawing
         text = b.js("document.body.innerText")
@@ -94,7 +94,7 @@ def test_upload_analysis_screenshot_shows_timeline(dashboard, demo_clip, tmp_pat
         b.wait_for(has_text("demo.mp4: 20.0 s") + " && document.querySelector('.vega-embed svg') !== null", 60,
                    "the reopened job")
     assert "demo.mp4" in text and "Transcript" in text and "front door" in text.lower()
-    assert "Play moment" in text and "method: text-match" in text and "Stream health" not in text
+    assert "▶ Play" in text and "method: text-match" in text and "Stream health" not in text
     assert video_start  # the player has the clip loaded
     assert "critical" in alerts and "Triggered by" in alerts and "lead time" in alerts  # full reason, in mm:ss
     check_png(shot)

@@ -315,3 +315,92 @@ def test_reload_finds_the_live_stream_and_stop_ends_its_processes(live, tmp_path
     job = next(j for j in Store(db).recent_jobs() if j["kind"] == "dashboard-live" and j["status"] != "failed")
     assert job["status"] == "stopped"  # stopped by its user, not ended by its source
     assert Store(db).rows("events", job["id"])
+
+
+QUERY_BOX = "input[placeholder='someone mentions the front door']"
+VIDEO_SRCS = "[...document.querySelectorAll('video')].map(v => v.src)"
+
+
+def playing_video(b, before: list[str], what: str) -> None:
+    """Wait until a video that was not on the page before (`before`: the srcs then) plays, muted, a second past
+    where it was once loaded."""
+    fresh = f"[...document.querySelectorAll('video')].filter(v => !{before!r}.includes(v.src))"
+    b.wait_for(f"{fresh}.length > 0", 60, what)
+    # Chromium holds a muted autoplay back while it is off screen: look at it, as whoever clicked Play does
+    b.js(f"{fresh}.at(-1).scrollIntoView({{block: 'center'}})")
+    b.wait_for(f"{fresh}.some(v => v.readyState >= 3)", 60, what)  # loaded and put at its start time
+    b.js(f"window.seenAt = new Map({fresh}.map(v => [v.src, v.currentTime]))")
+    b.wait_for(f"{fresh}.some(v => !v.paused && v.muted && v.currentTime > (window.seenAt.get(v.src) ?? 0) + 1)",
+               60, what + " playing")
+
+
+def stored_ring(db) -> bool:
+    """Whether the store holds a transcript line or an event of the demo clip's ringing phone."""
+    speech, events = Store(db).text_rows()
+    return any("ring" in r[2].lower() for r in speech) or any(re.search("Telephone|Ringtone|Bell", r[2])
+                                                                for r in events)
+
+
+def seconds_of_day(hms: str) -> int:
+    h, m, s = (int(x) for x in hms.split(":"))
+    return h * 3600 + m * 60 + s
+
+
+@pytest.mark.slow
+def test_a_live_search_hit_shows_its_time_and_picture_and_plays_the_recording(live, tmp_path):
+    """Search the live stream for what the demo clip says and rings: the hit reads mm:ss-mm:ss and the clock,
+    has a thumbnail of its first frame, and its Play plays the stream's recording (muted, at once)."""
+    b, _, _, db = live
+    deadline = time.time() + 240  # the stream's rows reach the store as it plays (a search runs once per query)
+    while not stored_ring(db) and time.time() < deadline:
+        time.sleep(1)
+    assert stored_ring(db), "no transcript line or event of the ring was stored"
+    b.wait_for(f"document.querySelector({QUERY_BOX!r}) !== null", 60, "the search box")
+    b.type_into(QUERY_BOX, "the telephone is ringing")
+    row = r"/\d\d:\d\d-\d\d:\d\d · rtsp:\/\/\S+ · at \d\d:\d\d:\d\d · score 0\.\d\d/"
+    try:
+        b.wait_for(f"{row}.test(document.body.innerText) && [...document.querySelectorAll("
+                   "'[data-testid=stImage] img')].some(i => i.naturalWidth === 160 && i.naturalHeight === 90)",
+                   120, "a live hit with its time and thumbnail")
+    except TimeoutError:
+        raise AssertionError(page_text(b)) from None
+    text = page_text(b)
+    assert "17.77" not in text and "no playable copy" not in text
+    hits = re.findall(r"\d\d:\d\d-\d\d:\d\d · rtsp://\S+ · at \d\d:\d\d:\d\d", text)
+    assert hits and len(hits) == len(set(hits)), hits  # each moment once
+    before = b.js(VIDEO_SRCS)
+    b.wait_for(click("▶ Play"), 30, "a hit's Play button")
+    b.wait_for(has_text("s before the moment"), 60, "the recording's clip")
+    playing_video(b, before, "the hit's clip")
+    shot = tmp_path / "search.png"
+    b.screenshot(shot)
+    check_png(shot)
+    keep_screenshot(shot, "dashboard-search.png")
+
+
+@pytest.mark.slow
+def test_the_recordings_scrubber_plays_from_a_wall_clock_time(live, tmp_path):
+    """The Recordings expander says what the stream's recording holds by the clock and what the retention
+    deleted, and a time typed into its jump box plays the recording from there."""
+    b = live[0]
+    b.wait_for("(() => { const s = [...document.querySelectorAll('summary')].find(x => x.innerText.includes("
+               "'Recordings by the clock')); if (s) s.click(); return !!s; })()", 60, "the Recordings expander")
+    b.wait_for(has_text("nothing deleted yet (the retention keeps 60 min / 2 GB)"), 60, "what the recording holds")
+    first, last = re.search(r"recorded (\d\d:\d\d:\d\d)-(\d\d:\d\d:\d\d)", page_text(b)).groups()
+    assert seconds_of_day(last) - seconds_of_day(first) >= 6, (first, last)
+    jump = seconds_of_day(first) + 4
+    at = f"{jump // 3600:02d}:{jump // 60 % 60:02d}:{jump % 60:02d}"
+    b.wait_for("document.querySelector(\"input[aria-label='Jump to (HH:MM:SS)']\") !== null", 30, "the jump box")
+    b.type_into("input[aria-label='Jump to (HH:MM:SS)']", at)
+    before = b.js(VIDEO_SRCS)
+    b.wait_for(click("Play from there"), 30, "the Play from there button")
+    try:
+        b.wait_for(has_text(f"playing the recording from {at} (stream time "), 60, "the jump's clip")
+    except TimeoutError:
+        raise AssertionError(page_text(b)) from None
+    playing_video(b, before, "the jump's clip")
+    assert b.js("document.querySelectorAll('.vega-embed svg').length") >= 1  # the scrubber's chart
+    shot = tmp_path / "recordings.png"
+    b.screenshot(shot)
+    check_png(shot)
+    keep_screenshot(shot, "dashboard-recordings.png")

@@ -16,7 +16,14 @@ from pathlib import Path
 
 from app.services import uploads
 from app.services.jobs import ground_queries, run_job
-from app.services.recordings import Retention, clip_for_job, recording_dir, recordings_root
+from app.services.recordings import (
+    RecordedSpan,
+    Retention,
+    clip_for_job,
+    recorded_span,
+    recording_dir,
+    recordings_root,
+)
 from app.services.search import SearchService
 from app.services.settings import dashboard_db
 from app.services.streams import LiveStream, StreamManager, live_spec
@@ -25,7 +32,7 @@ from pipelines import AnalyzeOptions, GroundingConfig
 from pipelines.sinks.store import Store
 
 __all__ = ["analysis_options", "analyze_file", "db_path", "max_streams", "media_dir", "media_for", "has_recording", "recorded_clip",
-           "retention", "save_upload", "searcher", "start_stream", "stream_manager", "webcams"]
+           "recording_folder", "recording_span", "retention", "save_upload", "searcher", "start_stream", "stream_manager", "webcams"]
 LIVE_JOB_KIND = "dashboard-live"
 MAX_DURATION_S = 3600.0  # longest clip the dashboard analyses
 
@@ -63,6 +70,16 @@ def has_recording(store: Store, job_id: str | None) -> bool:
 
     folder = recording_dir(recordings_root(store.path), job_id) if job_id else None
     return folder is not None and bool(list_segments(folder))
+
+
+def recording_folder(store: Store, job_id: str | None) -> Path | None:
+    """Job `job_id`'s recording folder when it holds segments (a live stream's), else None."""
+    return recording_dir(recordings_root(store.path), job_id) if has_recording(store, job_id) else None
+
+
+def recording_span(store: Store, job_id: str) -> RecordedSpan | None:
+    """Job `job_id`'s recording by the clock (`app.services.recordings.recorded_span`), or None."""
+    return recorded_span(store, recordings_root(store.path), job_id)
 
 
 def recorded_clip(store: Store, job_id: str, t: float, before_s: float = 3.0, after_s: float = 10.0):

@@ -8,7 +8,6 @@ the clip from their start.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import streamlit as st
@@ -18,12 +17,13 @@ from app.services.uploads import UploadRejected
 from models.errors import BadInput
 from pipelines.sinks.store import Store
 from ui import backend
-from ui.data import fmt_time, moments_frame
 from ui.history import history_panel
 from ui.live import layout_inputs, streams_panel
 from ui.panels import show_panels
 from ui.playback import playback_panel
+from ui.recordings import recordings_panel
 from ui.review import review_panel
+from ui.search import search_panel
 
 st.set_page_config(page_title="Foresight", layout="wide")
 
@@ -159,28 +159,5 @@ elif not manager.list():
 
 history_panel(store)
 
-# -- query box -------------------------------------------------------------------------------------------------
-st.subheader("Search moments")
-query = st.text_input("Query", key="query", placeholder="someone mentions the front door")
-only_this = st.checkbox("only the current clip", value=state.job_id is not None, key="only_this",
-                        disabled=state.job_id is None)
-if query.strip():
-    hits = backend.searcher(store).search(query, top_k=5, job_ids=[state.job_id] if only_this and state.job_id else None)
-    state.moments = hits["moments"]
-    st.caption(f"method: {hits['method']} (MiniLM similarity over transcripts and event labels)")
-    if not hits["moments"]:
-        st.write("no moments found")
-    else:
-        st.dataframe(moments_frame(hits["moments"]), hide_index=True, width="stretch")
-        # keyed by the hits themselves: a new query or a new result starts again at the best moment
-        shown = "|".join(f"{m.get('job_id')}@{m['start']}" for m in hits["moments"])
-        choice = st.selectbox("Play moment", range(len(hits["moments"])),
-                              key=f"moment_{hashlib.sha1(shown.encode()).hexdigest()[:12]}",
-                              format_func=lambda i: f"{hits['moments'][i]['source']} at "
-                                                    f"{fmt_time(hits['moments'][i]['start'])}")
-        moment = hits["moments"][choice]
-        media = backend.media_for(store, moment.get("job_id"))
-        if media is not None:
-            st.video(str(media), start_time=int(moment["start"]))
-        else:
-            st.caption("no playable copy of this source is kept (live streams and API uploads are not stored)")
+recordings_panel(store)
+search_panel(store, state.job_id)

@@ -1,13 +1,15 @@
 """Recordings of live streams, shared by the REST API and the dashboard: where each stream's ring of segments
 lives (`recordings/<job id>/` next to the store, so a server and a dashboard on one `--db` see each other's),
-how much is kept, and the clip of a job's recording between two stream times."""
+how much is kept, the clip of a job's recording between two stream times, and the recording's span by the
+clock (`recorded_span`: stream time <-> wall-clock time, and what the retention deleted)."""
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,6 +81,52 @@ def clip_for_job(store: Store, root: Path, job_id: str, start: float, end: float
     if not list_segments(folder):
         raise NotRecorded("this job has no recording (only live streams are recorded)")
     return cut_clip(folder, start, end)
+
+
+@dataclass
+class RecordedSpan:
+    """What a job's recording holds, in stream time (`start`-`end`) and by the clock: `anchors` are (stream time,
+    wall-clock epoch s) pairs, one per kept segment from the recorder's log, or the job's creation time at stream
+    time 0 when there is no log (`approximate`: the stream starts a little after its job). `deleted` segments
+    spanning stream times `deleted_span` were removed by the retention."""
+
+    start: float
+    end: float
+    anchors: list[tuple[float, float]] = field(default_factory=list)
+    approximate: bool = False
+    deleted: int = 0
+    deleted_span: tuple[float, float] | None = None
+
+    def wall(self, t: float) -> float:
+        """The wall-clock time (epoch s) of stream time `t`, from the nearest segment start at or before it."""
+        i = max(0, bisect.bisect_right([a[0] for a in self.anchors], t) - 1)
+        t0, w0 = self.anchors[i]
+        return w0 + (t - t0)
+
+    def stream(self, wall: float) -> float:
+        """The stream time of wall-clock time `wall`, within the recorded span."""
+        i = max(0, bisect.bisect_right([a[1] for a in self.anchors], wall) - 1)
+        t0, w0 = self.anchors[i]
+        return min(max(t0 + (wall - w0), self.start), self.end)
+
+
+def recorded_span(store: Store, root: Path, job_id: str) -> RecordedSpan | None:
+    """Job `job_id`'s recording by the clock, or None when it has none (not live, or all of it deleted)."""
+    from pipelines.media.clips import recorded_range
+    from pipelines.media.recorder import read_log, segment_start
+
+    folder = recording_dir(root, job_id)
+    job = store.job(job_id) if folder is not None else None
+    span = recorded_range(folder) if job is not None else None
+    if span is None:
+        return None
+    log = read_log(folder)
+    anchors = sorted((segment_start(Path(name)), float(w)) for name, w in log["wall"].items()
+                     if Path(name).stem.isdigit())
+    gone = log["deleted"]
+    deleted_span = (float(gone["first"]), float(gone["last"])) if gone["count"] and gone["first"] is not None else None
+    return RecordedSpan(span[0], span[1], anchors or [(0.0, float(job["created_at"]))], approximate=not anchors,
+                        deleted=gone["count"], deleted_span=deleted_span)
 
 
 def add_recording_flags(p: argparse.ArgumentParser) -> None:

@@ -40,7 +40,8 @@ def candidates_from_store(store: Store, job_ids: list[str] | None = None) -> lis
 
 class TextMatcher:
     """Ranks candidates from many jobs with the text-match baseline's scores (the encoder loads once per
-    process), keeping the best hit among overlapping ones of the same job and modality."""
+    process), keeping the best hit among overlapping ones of the same job and modality, and among those of one
+    job with the very same span (a transcript line and an event label of one moment are one hit, not two)."""
 
     _lock = threading.Lock()
 
@@ -63,8 +64,8 @@ class TextMatcher:
         for i in np.argsort(-scores, kind="stable"):
             c = candidates[int(i)]
             if any(h["job_id"] == c["job_id"] and h["start"] < c["end"] and c["start"] < h["end"]
-                   and h["kind"] == c["kind"] for h in hits):
-                continue  # temporal NMS within one job and modality
+                   and (h["kind"] == c["kind"] or (h["start"], h["end"]) == (c["start"], c["end"])) for h in hits):
+                continue  # temporal NMS within one job and modality; one hit per span of a job, whatever its kind
             hits.append({**c, "score": round(float(np.clip(scores[i], 0.0, 1.0)), 4),
                          "modality_weights": modality_weights(c["kind"] if c["kind"] in MODALITY_KINDS else "visual")})
             if len(hits) >= top_k:

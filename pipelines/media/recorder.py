@@ -8,12 +8,19 @@ plus `OFFSET_S`, so a time on the timeline is found in the recording without any
 because a segment still being written is readable up to its last packet: the newest seconds can be played.
 After each new segment the oldest are deleted while the ring holds more than `keep_minutes` or `keep_gb`.
 A recording failure never stops the analysis; it is counted and the next keyframe starts a new segment.
+
+Next to the segments, `recording.json` (`read_log`) keeps the wall-clock time each kept segment was started at
+(so the recording can be shown by the clock, across outages), and how many segments the retention deleted and
+which stream times they spanned (so the dashboard can say what is gone, not just show less).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -24,6 +31,7 @@ import av
 OFFSET_S = 10.0  # recorded timestamps are stream time + this, so no DTS is negative at a stream's start
 TIME_BASE = Fraction(1, 90_000)
 SUFFIX = ".ts"
+LOG_NAME = "recording.json"
 log = logging.getLogger("foresight.recorder")
 
 
@@ -55,6 +63,20 @@ def list_segments(folder: str | Path) -> list[Path]:
     return sorted(p for p in folder.glob("*" + SUFFIX) if p.stem.isdigit())
 
 
+def read_log(folder: str | Path) -> dict:
+    """The recording's log: `wall` (segment name -> wall-clock epoch seconds at its first packet) and `deleted`
+    (`count`, and the stream times `first`-`last` the deleted segments spanned, or None); empty when absent."""
+    try:
+        saved = json.loads((Path(folder) / LOG_NAME).read_text())
+    except (OSError, ValueError):
+        saved = {}
+    saved = saved if isinstance(saved, dict) else {}
+    wall = saved.get("wall") if isinstance(saved.get("wall"), dict) else {}
+    deleted = saved.get("deleted") if isinstance(saved.get("deleted"), dict) else {}
+    return {"wall": dict(wall), "deleted": {"count": int(deleted.get("count") or 0), "first": deleted.get("first"),
+                                            "last": deleted.get("last")}}
+
+
 class Recorder:
     """Writes the packets of one live source into `config.dir`; `connect` is called on every (re)connection
     with the input streams and the clock that maps a packet's own time (seconds) to stream time, or None
@@ -73,6 +95,7 @@ class Recorder:
         self._out_streams: dict[int, object] = {}
         self._start = 0.0
         self._path: Path | None = None
+        self._log = read_log(self.folder)  # a restarted job's stream continues the same log
 
     def connect(self, streams: list, clock: Callable[[float], float | None]) -> None:
         """A new connection: close the open segment (the new one may carry other parameters)."""
@@ -116,6 +139,7 @@ class Recorder:
         self._out_streams = {i: self._out.add_stream_from_template(s) for i, s in self._inputs.items()}
         self._start = t
         self.segments_written += 1
+        self._log["wall"][self._path.name] = time.time()
         self.prune()
 
     def close(self) -> None:
@@ -142,7 +166,27 @@ class Recorder:
             p.unlink(missing_ok=True)
             total -= sizes[p]
             deleted.append(p)
+        self._note(deleted, segments)
         return deleted
+
+    def _note(self, deleted: list[Path], segments: list[Path]) -> None:
+        """Add the deleted segments to the log (their span ends where the oldest kept segment starts) and save
+        it; a log that cannot be written costs the clock labels, never the recording."""
+        wall, gone = self._log["wall"], self._log["deleted"]
+        if deleted:
+            kept = segments[len(deleted):]
+            end = segment_start(kept[0]) if kept else (self._start if self._path else segment_start(deleted[-1]))
+            first = segment_start(deleted[0])
+            gone.update(count=gone["count"] + len(deleted), last=end,
+                        first=first if gone["first"] is None else min(float(gone["first"]), first))
+        present = {p.name for p in segments[len(deleted):]} | ({self._path.name} if self._path else set())
+        self._log["wall"] = {k: v for k, v in wall.items() if k in present}
+        tmp = self.folder / (LOG_NAME + ".tmp")
+        try:
+            tmp.write_text(json.dumps(self._log))
+            os.replace(tmp, self.folder / LOG_NAME)
+        except OSError as exc:
+            log.warning("recording %s: cannot write its log: %s", self.folder, exc)
 
     def stats(self) -> dict:
         return {"dir": str(self.folder), "segments_written": self.segments_written, "errors": self.errors}
