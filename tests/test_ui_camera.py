@@ -19,8 +19,14 @@ import pytest
 from PIL import Image
 
 from pipelines.sinks.store import Store
-from tests.helpers.dashboard import browser, check_png, dashboard_server, has_text, keep_screenshot
-from tests.test_ui_streams import start_stream
+from tests.helpers.dashboard import (
+    browser,
+    check_png,
+    dashboard_server,
+    has_text,
+    keep_screenshot,
+    start_stream,
+)
 from training.media.loopback import RtspServer
 from training.perception.detset import paste
 from training.perception.detset_sources import load_cutout

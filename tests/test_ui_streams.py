@@ -21,10 +21,17 @@ from PIL import Image
 from pipelines.media.recorder import OFFSET_S, list_segments, segment_start
 from pipelines.sinks.store import Store
 from tests.helpers.cli import free_port
-from tests.helpers.dashboard import browser, check_png, click, dashboard_server, has_text, keep_screenshot
+from tests.helpers.dashboard import (
+    browser,
+    check_png,
+    click,
+    dashboard_server,
+    has_text,
+    keep_screenshot,
+    pipeline_actors,
+    start_stream,
+)
 from training.media.loopback import RtspServer
-
-URL_INPUT = "input[placeholder='rtsp://camera/stream']"
 
 
 @pytest.fixture(scope="module")
@@ -32,35 +39,6 @@ def dashboard(tmp_path_factory):
     db = tmp_path_factory.mktemp("dash") / "dash.db"
     with dashboard_server(db) as (url, proc):
         yield url, proc, db
-
-
-def start_stream(b, url: str, source: str, transport: str, watch: str = "") -> None:
-    b.call("Page.navigate", url=url)
-    b.wait_for(click("RTSP / HTTP URL", "label"), 60, "the source radio")
-    b.wait_for(f"document.querySelector({URL_INPUT!r}) !== null", 30, "the URL box")
-    b.type_into(URL_INPUT, source)
-    if watch:  # a text area commits when it loses focus
-        b.js("document.querySelector(\"textarea[placeholder='someone falls down']\").focus()")
-        b.call("Input.insertText", text=watch)
-        b.js("document.activeElement.blur()")
-        b.wait_for("document.querySelector(\"textarea[placeholder='someone falls down']\").value === " + repr(watch),
-                   10, "the watch")
-        time.sleep(1)
-    b.wait_for(click(transport, "label"), 30, "the transport")
-    b.wait_for(click("Start"), 30, "an enabled Start button")
-
-
-def pipeline_actors(root_pid: int) -> dict[int, str]:
-    """The Ray actor processes of the dashboard's streams (each one's ingest actor) under its process tree."""
-    out = {}
-    for p in psutil.Process(root_pid).children(recursive=True):
-        try:
-            title = " ".join(p.cmdline())
-        except psutil.Error:
-            continue
-        if title.startswith("ray::") and "IngestActor" in title:
-            out[p.pid] = title
-    return out
 
 
 @pytest.mark.slow

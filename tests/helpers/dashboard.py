@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 from tests.helpers.cdp import Chromium
@@ -96,3 +97,35 @@ def keep_screenshot(shot: Path, name: str, width: int = 900) -> None:
 def check_png(shot: Path, min_bytes: int = 20_000) -> None:
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > min_bytes
+
+
+URL_INPUT = "input[placeholder='rtsp://camera/stream']"
+
+
+def start_stream(b, url: str, source: str, transport: str, watch: str = "") -> None:
+    b.call("Page.navigate", url=url)
+    b.wait_for(click("RTSP / HTTP URL", "label"), 60, "the source radio")
+    b.wait_for(f"document.querySelector({URL_INPUT!r}) !== null", 30, "the URL box")
+    b.type_into(URL_INPUT, source)
+    if watch:  # a text area commits when it loses focus
+        b.js("document.querySelector(\"textarea[placeholder='someone falls down']\").focus()")
+        b.call("Input.insertText", text=watch)
+        b.js("document.activeElement.blur()")
+        b.wait_for("document.querySelector(\"textarea[placeholder='someone falls down']\").value === " + repr(watch),
+                   10, "the watch")
+        time.sleep(1)
+    b.wait_for(click(transport, "label"), 30, "the transport")
+    b.wait_for(click("Start"), 30, "an enabled Start button")
+
+
+def pipeline_actors(root_pid: int) -> dict[int, str]:
+    """The Ray actor processes of the dashboard's streams (each one's ingest actor) under its process tree."""
+    out = {}
+    for p in psutil.Process(root_pid).children(recursive=True):
+        try:
+            title = " ".join(p.cmdline())
+        except psutil.Error:
+            continue
+        if title.startswith("ray::") and "IngestActor" in title:
+            out[p.pid] = title
+    return out
