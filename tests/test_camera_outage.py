@@ -15,6 +15,7 @@ import pytest
 
 from tests.helpers.api_server import ApiServer
 from tests.helpers.cli import free_port
+from tests.helpers.dashboard import pipeline_actors
 from training.media.loopback import RtspServer
 
 OUTAGE_S = 40  # longer than the budget that used to drop a camera (30 s)
@@ -22,15 +23,7 @@ OUTAGE_S = 40  # longer than the budget that used to drop a camera (30 s)
 
 def stream_actors(root_pid: int) -> dict[int, str]:
     """The stage hosts and stream actors of the server's own Ray session (its process tree)."""
-    out = {}
-    for p in psutil.Process(root_pid).children(recursive=True):
-        try:
-            title = " ".join(p.cmdline())
-        except psutil.Error:
-            continue
-        if title.startswith("ray::") and ("StageHost" in title or "IngestActor" in title):
-            out[p.pid] = title
-    return out
+    return pipeline_actors(root_pid, ("StageHost", "IngestActor"))
 
 
 def wait_for(client, sid: str, server: ApiServer, ok, what: str, timeout: float) -> dict:

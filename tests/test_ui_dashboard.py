@@ -119,17 +119,20 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     shown = min(len(moments), 10)  # the first page
     assert len(rows) == shown > 1 and len({r.split("  ")[0] for r in rows}) == len(rows), rows
     assert re.match(r"\*\*\d\d:\d\d-\d\d:\d\d\*\* · demo\.mp4 · file analysed \d\d:\d\d:\d\d · score 0\.\d\d", rows[0])
-    assert len(at.get("image")) == shown  # a thumbnail per hit
-    assert not at.get("video")
+    cards = [c for c in Store(db).review_cards(reviewed=False, limit=10) if c.get("has_thumbnail")]
+    assert len(at.get("image")) == shown + len(cards)  # a thumbnail per hit, and per review card shown
+    before = len(at.get("video"))  # the search's player appears only when a hit is played
     assert any(c.value.startswith(f"results 1-{shown} of {len(moments)}") for c in at.caption)
     at.button(key=f"hit_play_{hit_key(moments[1])}").click().run()
-    videos = at.get("video")
-    assert len(videos) == 1 and videos[0].proto.start_time == int(max(0.0, moments[1]["start"] - 2.0))
+    videos = [v for v in at.get("video") if v.proto.start_time == int(max(0.0, moments[1]["start"] - 2.0))]
+    assert len(at.get("video")) == before + 1 and videos, at.get("video")
     assert videos[0].proto.autoplay and videos[0].proto.muted
     at.text_input(key="query").input("front door").run()  # a new query: its own results, no player yet
     assert not at.exception, at.exception
-    assert not at.get("video") and at.session_state["moments"][0]["job_id"] == job_id
-
+    left = at.get("video")  # only the hit that was played, if the new query finds it too (its player stays)
+    played = int(max(0.0, moments[1]["start"] - 2.0))
+    assert all(v.proto.start_time == played for v in left) and len(left) <= 1, [v.proto.start_time for v in left]
+    assert at.session_state["moments"][0]["job_id"] == job_id
 
 @pytest.mark.slow
 def test_bad_path_shows_a_reason(tmp_path, monkeypatch):

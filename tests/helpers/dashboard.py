@@ -118,14 +118,15 @@ def start_stream(b, url: str, source: str, transport: str, watch: str = "") -> N
     b.wait_for(click("Start"), 30, "an enabled Start button")
 
 
-def pipeline_actors(root_pid: int) -> dict[int, str]:
-    """The Ray actor processes of the dashboard's streams (each one's ingest actor) under its process tree."""
+def pipeline_actors(root_pid: int, kinds: tuple[str, ...] = ("IngestActor",)) -> dict[int, str]:
+    """The Ray actor processes of these `kinds` (default: each stream's ingest actor) in the process tree of
+    `root_pid` (a dashboard or an API server; other Ray sessions on the machine are not looked at)."""
     out = {}
     for p in psutil.Process(root_pid).children(recursive=True):
         try:
             title = " ".join(p.cmdline())
         except psutil.Error:
             continue
-        if title.startswith("ray::") and "IngestActor" in title:
+        if title.startswith("ray::") and any(kind in title for kind in kinds):
             out[p.pid] = title
     return out
