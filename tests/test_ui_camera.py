@@ -169,6 +169,7 @@ def test_a_camera_away_for_60_s_resumes_as_the_same_job_with_the_gap_on_the_time
     server.kill()
     killed_at = time.time()
     b.wait_for(has_text("reconnecting"), 60, "the row to say reconnecting")
+    b.wait_for(has_text("STALE: the camera is away since"), 30, "the frozen picture marked stale")
     b.wait_for(has_text("Try this:") + " || " + has_text("last error"), 60, "why, while it is away")
     time.sleep(max(0.0, killed_at + OUTAGE_S - time.time()))
     text = b.js("document.body.innerText")

@@ -78,7 +78,7 @@ def test_upload_analysis_screenshot_shows_timeline(dashboard, demo_clip, tmp_pat
         text = b.js("document.body.innerText")
         shot = tmp_path / "dashboard.png"
         b.screenshot(shot)
-        # a new tab knows nothing of it; the history reopens it and offers its exports
+        # a reload keeps it open (the URL has its job); the history reopens it too and offers its exports
         b.js("window.beforeReload = true")
         b.call("Page.reload")
         b.wait_for("window.beforeReload === undefined && (() => { const s = [...document.querySelectorAll('summary')]"
@@ -87,7 +87,8 @@ def test_upload_analysis_screenshot_shows_timeline(dashboard, demo_clip, tmp_pat
         b.wait_for(has_text("WebVTT") + " && " + has_text("CSV") + " && " + has_text("Source contains"), 30,
                    "the history's list")
         time.sleep(1)  # the table is drawn on a canvas
-        assert "Choose a source" in b.js("document.body.innerText")  # nothing open yet in this tab
+        # the reload keeps the open result: its job is in the URL (?job=)
+        assert "demo.mp4: 20.0 s" in b.js("document.body.innerText") and "job=" in b.js("location.search")
         history = tmp_path / "history.png"
         b.screenshot(history)
         b.wait_for(click("Open"), 30, "the Open button")

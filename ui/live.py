@@ -117,8 +117,14 @@ def picture(manager: StreamManager, stream: LiveStream, health: dict | None = No
         return
     stages = stream.options.stages if stream.options is not None else None
     drawn = analysed_picture(shot, getattr(stages, "zones", ()), getattr(stages, "lines", ()))
+    away = (health or {}).get("health") in ("connecting", "reconnecting")
+    if away:  # a frozen picture is marked as such: the camera is away, this is the last one it sent
+        since = (health or {}).get("outage_since")
+        st.warning("STALE: the camera is away" + (f" since {time.strftime('%H:%M:%S', time.localtime(since))}"
+                                                  if since else "") + "; this is the last picture it sent")
     st.image(drawn, width="content",  # its 640 px, or the screen's width on a phone
-             caption=f"analysed picture of {fmt_time(shot.get('time') or 0.0)}, with its own boxes")
+             caption=f"{'last ' if away else ''}analysed picture of {fmt_time(shot.get('time') or 0.0)}, "
+                     "with its own boxes")
     counts = line_counts(health)
     if counts:
         st.caption("counted: " + "; ".join(f"{name} " + ", ".join(f"{n} {way.replace('_', ' ')}"
