@@ -9,7 +9,7 @@ import sqlite3
 
 from PIL import Image
 
-from pipelines.sinks.review import COOLDOWN_S, Card, ReviewFeed, cards_of, merges, notable, thumbnail
+from pipelines.sinks.review import COOLDOWN_S, Card, cards_of, merges, notable, thumbnail
 from pipelines.sinks.sink import Sink
 from pipelines.sinks.store import Store
 from pipelines.stages.record import Second
@@ -67,18 +67,23 @@ def test_events_of_note_are_the_named_sounds_with_enough_confidence():
     assert cards_of(second(events_closed=[SPEECH]), "j", "cam") == []
 
 
-def test_a_repeat_within_the_cooldown_merges_into_the_card():
-    feed = ReviewFeed()
-    first, merged = feed.add(cards_of(second(10.0, alerts=[{**ALERT, "time": 10.0}]), "j", "cam")[0])
+def test_a_repeat_within_the_cooldown_merges_into_the_card(tmp_path):
+    store = Store(tmp_path / "merge.db")
+
+    def fire(t: float) -> tuple[int, bool]:
+        return store.add_or_merge_card(cards_of(second(t, alerts=[{**ALERT, "time": t}]), "j", "cam")[0])
+
+    first, merged = fire(10.0)
     assert not merged
-    again, merged = feed.add(cards_of(second(50.0, alerts=[{**ALERT, "time": 50.0}]), "j", "cam")[0])
-    assert merged and again is first and first.count == 2 and first.last_time == 50.0
-    assert first.time == 10.0 and first.last_wall == 1_700_000_050.0
+    again, merged = fire(50.0)
+    card = store.review_card(first)
+    assert merged and again == first and card["count"] == 2 and card["last_time"] == 50.0
+    assert card["time"] == 10.0 and card["last_wall"] == 1_700_000_050.0
     # the cool-down runs from the last firing: 50 + 60 still merges, beyond it is a new card
-    feed.add(cards_of(second(110.0, alerts=[{**ALERT, "time": 110.0}]), "j", "cam")[0])
-    assert len(feed.cards) == 1 and first.count == 3
-    late, merged = feed.add(cards_of(second(171.0, alerts=[{**ALERT, "time": 171.0}]), "j", "cam")[0])
-    assert not merged and len(feed.cards) == 2 and late.count == 1
+    fire(110.0)
+    assert store.count_cards() == 1 and store.review_card(first)["count"] == 3
+    late, merged = fire(171.0)
+    assert not merged and store.count_cards() == 2 and store.review_card(late)["count"] == 1
 
 
 def test_other_things_other_jobs_and_reviewed_cards_do_not_merge():

@@ -129,34 +129,6 @@ def merges(previous: dict | Card | None, card: Card, cooldown_s: float = COOLDOW
         abs(card.time - float(get("last_time"))) <= cooldown_s
 
 
-def merge(previous: Card, card: Card) -> Card:
-    """`previous` with `card`'s firing added: one more, and its last time and wall time."""
-    previous.count += 1
-    previous.last_time = max(float(previous.last_time), card.time)
-    previous.last_wall = max(float(previous.last_wall), card.wall_time)
-    return previous
-
-
-class ReviewFeed:
-    """The cool-down merge over a sequence of cards, in memory: what a store does with `add_or_merge_card`,
-    for tests and for callers without a store."""
-
-    def __init__(self, cooldown_s: float = COOLDOWN_S):
-        self.cooldown_s = cooldown_s
-        self.cards: list[Card] = []
-        self._latest: dict[tuple[str, str, str], Card] = {}
-
-    def add(self, card: Card) -> tuple[Card, bool]:
-        """Keep `card` or merge it into its latest repeat; returns the card kept and whether it merged."""
-        key = (card.job_id, card.kind, card.key)
-        latest = self._latest.get(key)
-        if merges(latest, card, self.cooldown_s):
-            return merge(latest, card), True
-        self.cards.append(card)
-        self._latest[key] = card
-        return card, False
-
-
 def thumbnail(jpeg: bytes | None, width: int = THUMB_WIDTH) -> bytes | None:
     """`jpeg` scaled down to `width` pixels wide (never up), as a JPEG; None for no picture or one PIL cannot
     read (a card is still made without it)."""
@@ -177,20 +149,17 @@ def thumbnail(jpeg: bytes | None, width: int = THUMB_WIDTH) -> bytes | None:
 
 
 class ReviewWriter:
-    """The sink's side of the feed: each second's cards, with the thumbnail of the second's picture (or the
-    last picture seen), into `store.add_or_merge_card`."""
+    """The sink's side of the feed: each second's cards, with the thumbnail of the latest picture (the
+    second's own, or the last one seen: the sink's `picture`), into `store.add_or_merge_card`."""
 
     def __init__(self, store: Store, job_id: str, source: str, cooldown_s: float = COOLDOWN_S):
         self.store, self.job_id, self.source, self.cooldown_s = store, job_id, source, cooldown_s
-        self.picture: bytes | None = None
 
-    def write(self, record: Second) -> list[Card]:
-        """Add or merge the cards of `record`; returns them (with their ids)."""
-        if record.picture:
-            self.picture = record.picture
+    def write(self, record: Second, picture: bytes | None = None) -> list[Card]:
+        """Add or merge the cards of `record` (thumbnails from the JPEG `picture`); returns them (with ids)."""
         cards = cards_of(record, self.job_id, self.source)
         if cards:
-            thumb = thumbnail(self.picture)
+            thumb = thumbnail(picture)
             for card in cards:
                 card.thumbnail = thumb
                 self.store.add_or_merge_card(card, self.cooldown_s)

@@ -60,15 +60,15 @@ class Sink:
             self.tracking_counts[key] = self.tracking_counts.get(key, 0) + 1
         if self.webhook is not None:
             self.webhook.offer(record)
+        if record.picture:
+            self.picture = {"time": record.start, "jpeg": record.picture, "visual": record.visual,
+                            "text": record.text, "tracks": record.tracked}
         if self.review is not None:
-            self.review.write(record)
+            self.review.write(record, (self.picture or {}).get("jpeg"))
         if self.store is not None and self.live_rows:
             self.store.append_rows(self.job_id, self.builder.source, record.events_closed, record.transcript,
                                    record.alerts + tracking_rows(record))
         self.seq += 1
-        if record.picture:
-            self.picture = {"time": record.start, "jpeg": record.picture, "visual": record.visual,
-                            "text": record.text, "tracks": record.tracked}
         if self.feed is not None:
             self.feed.append((self.seq, {"time": record.end, "events": record.events_closed,
                                          "moments": record.moments, "transcript": record.transcript,
