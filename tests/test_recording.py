@@ -126,3 +126,23 @@ def test_the_open_segment_is_readable_up_to_its_last_packet(demo_clip, tmp_path)
         frames = clip_frames(cut_clip(folder, 4.0, 6.0).data)
         assert frames, "the open segment's recent seconds could not be cut"
     recorder.close()
+
+
+def test_an_rtsp_recording_keeps_its_first_seconds_playable(rtsp_server, tmp_path):
+    """Over RTSP a stream's clock steps back a few milliseconds when the first RTCP sender report re-syncs it
+    (audio about 3 s in): the muxer refused that packet, the first segment ended early, and no clip reaching into
+    it could be cut. Every second of the first segments plays, with picture and sound."""
+    folder = tmp_path / "rtsp"
+    reader = SegmentReader(parse_source(rtsp_server.url, "udp", live=True), "cam", duration_s=10.0,
+                           record=RecordConfig(str(folder), segment_s=4.0)).start()
+    while reader.get(timeout=60) is not None:
+        pass
+    assert reader.stats.recording["errors"] == 0
+    first, _ = recorded_range(folder)
+    for start in np.arange(first, first + 6.0, 1.0):
+        clip = cut_clip(folder, float(start), float(start) + 2.0)
+        assert clip.start <= start + 1e-3 and clip.end >= start + 1.9, (start, clip.start, clip.end)
+        with av.open(io.BytesIO(clip.data)) as container:
+            assert [s.type for s in container.streams] == ["video", "audio"]
+            audio = sum(f.samples for f in container.decode(audio=0)) / container.streams.audio[0].rate
+        assert len(clip_frames(clip.data)) >= 2 * 24 and audio >= 1.5, (start, audio)

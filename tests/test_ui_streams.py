@@ -225,8 +225,7 @@ def test_a_fired_watch_becomes_a_review_card_that_filters_marks_and_plays(live, 
     stored = Store(db).review_card(card)
     assert stored["kind"] == "watch" and stored["has_thumbnail"] and not stored["reviewed"]
     assert Image.open(io.BytesIO(Store(db).card_thumbnail(card))).size == (320, 180)  # the 640x360 picture, halved
-    # the next loop's ring fires it again: that merges into this card (Play falls back to the latest firing when
-    # the first is too close to the start of the recording to cut from 3 s before)
+    # the next loop's ring fires it again: that merges into this card (Play plays the latest firing)
     b.wait_for(f"document.querySelector('.st-key-review_card_{card}').innerText.match(/fired \\d+×/)", 120,
                "the repeat merged into the card")
     assert Store(db).count_cards(kind="watch", reviewed=False) == 1

@@ -46,10 +46,10 @@ def card_lines(card: dict) -> tuple[str, str]:
 
 def playable(store: Store, card: dict) -> tuple | None:
     """What Play shows for a card: `("clip", Clip, start, t)` from a live job's recording, `("file", path, start,
-    t)` for an analysed file the dashboard kept, or None; `t` is the firing it plays from 3 s before: the first,
-    else the last when the recording no longer holds (or cannot cut) the first."""
+    t)` for an analysed file the dashboard kept, or None; `t` is the firing it plays from 3 s before: on a live
+    job the newest (the card says when it last fired), else the first when the recording cannot cut the newest."""
     if backend.has_recording(store, card["job_id"]):
-        for t in dict.fromkeys((float(card["time"]), float(card["last_time"]))):
+        for t in dict.fromkeys((float(card["last_time"]), float(card["time"]))):
             clip = backend.recorded_clip(store, card["job_id"], t, BEFORE_S)
             if clip is not None:
                 return "clip", clip, int(round(clip.offset(max(0.0, t - BEFORE_S)))), t

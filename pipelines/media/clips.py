@@ -15,7 +15,7 @@ from pathlib import Path
 
 import av
 
-from pipelines.media.recorder import OFFSET_S, TIME_BASE, list_segments, segment_start
+from pipelines.media.recorder import OFFSET_S, TIME_BASE, Timestamps, list_segments, segment_start
 
 MAX_CLIP_S = 120.0
 
@@ -118,7 +118,7 @@ def _write(path: Path, packets: list, origin: float) -> None:
     """Mux `packets` into `path` with times from `origin` (the clip's 0 s)."""
     out = av.open(str(path), "w", format="mp4", options={"movflags": "+faststart"})
     try:
-        streams = {}
+        streams, times = {}, Timestamps()
         for packet, _, kind in packets:  # every output stream exists before the first packet is written
             if kind not in streams:
                 streams[kind] = out.add_stream_from_template(packet.stream)
@@ -126,8 +126,7 @@ def _write(path: Path, packets: list, origin: float) -> None:
             dts = float(packet.dts * packet.time_base) - OFFSET_S if packet.dts is not None else t
             packet.stream = streams[kind]
             packet.time_base = TIME_BASE
-            packet.pts = round((t - origin) / TIME_BASE)
-            packet.dts = round((dts - origin) / TIME_BASE)
+            packet.pts, packet.dts = times.next(kind, t - origin, dts - origin)
             out.mux(packet)
     finally:
         out.close()

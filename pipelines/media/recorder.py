@@ -77,6 +77,27 @@ def read_log(folder: str | Path) -> dict:
                                             "last": deleted.get("last")}}
 
 
+class Timestamps:
+    """Muxer timestamps (TIME_BASE ticks) that never go back per stream: a muxer refuses a DTS at or before the
+    previous one (EINVAL), and over RTSP a stream's clock steps back a few milliseconds when the first RTCP sender
+    report re-syncs it (audio about 3 s in), or a packet carries no DTS (its PTS, in display order, stands in).
+    Such a packet keeps its place, a millisecond after the one before (a step that stays a step in an MP4's
+    coarser per-stream time base, 1/sample rate for audio), and its PTS is never before its DTS."""
+
+    STEP = 90  # ticks: 1 ms
+
+    def __init__(self) -> None:
+        self._last: dict[object, int] = {}
+
+    def next(self, key: object, pts: float, dts: float) -> tuple[int, int]:
+        """(pts, dts) in ticks for a packet of stream `key` at `pts`/`dts` seconds."""
+        pts_ticks, dts_ticks = round(pts / TIME_BASE), round(dts / TIME_BASE)
+        if key in self._last and dts_ticks <= self._last[key]:
+            dts_ticks = self._last[key] + self.STEP
+        self._last[key] = dts_ticks
+        return max(pts_ticks, dts_ticks), dts_ticks
+
+
 class Recorder:
     """Writes the packets of one live source into `config.dir`; `connect` is called on every (re)connection
     with the input streams and the clock that maps a packet's own time (seconds) to stream time, or None
@@ -93,6 +114,7 @@ class Recorder:
         self._has_video = False
         self._out = None
         self._out_streams: dict[int, object] = {}
+        self._times = Timestamps()
         self._start = 0.0
         self._path: Path | None = None
         self._log = read_log(self.folder)  # a restarted job's stream continues the same log
@@ -122,8 +144,7 @@ class Recorder:
                 self._open(t)
             packet.stream = self._out_streams[packet.stream_index]
             packet.time_base = TIME_BASE
-            packet.pts = round((t + OFFSET_S) / TIME_BASE)
-            packet.dts = round((dts + OFFSET_S) / TIME_BASE)
+            packet.pts, packet.dts = self._times.next(packet.stream_index, t + OFFSET_S, dts + OFFSET_S)
             self._out.mux(packet)
         except (av.error.FFmpegError, OSError, ValueError) as exc:
             self.errors += 1
@@ -137,6 +158,7 @@ class Recorder:
         # which for a low-bitrate camera is many seconds), so a moment that just fired can be played back
         self._out = av.open(str(self._path), "w", format="mpegts", options={"flush_packets": "1"})
         self._out_streams = {i: self._out.add_stream_from_template(s) for i, s in self._inputs.items()}
+        self._times = Timestamps()
         self._start = t
         self.segments_written += 1
         self._log["wall"][self._path.name] = time.time()
