@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import threading
 from pathlib import Path
 
@@ -54,10 +53,10 @@ def onnx_exportable(model_dir: Path) -> bool:
 
 def exported_path(model_dir: Path) -> Path:
     """Where the ONNX export of this folder's weights lives (a new file when any weight file changes)."""
-    from models.cache import cache_dir, content_key
+    from models.onnx_runtime import exported_file
 
     files = sorted((p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in model_dir.rglob("*") if p.is_file())
-    return cache_dir() / "onnx" / f"sentence-{content_key(str(model_dir.resolve()), repr(files))}.onnx"
+    return exported_file("sentence", str(model_dir.resolve()), repr(files))
 
 
 def export_onnx(model_dir: Path, path: Path) -> Path:
@@ -67,6 +66,8 @@ def export_onnx(model_dir: Path, path: Path) -> Path:
     import torch
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
+
+    from models.onnx_runtime import export_once
 
     hf_logging.disable_progress_bar()
 
@@ -79,23 +80,16 @@ def export_onnx(model_dir: Path, path: Path) -> Path:
             return self.model(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids).last_hidden_state
 
-    model = TokenVectors(AutoModel.from_pretrained(str(model_dir)).eval())
-    example = tuple(torch.ones(1, 8, dtype=torch.long) for _ in INPUTS)
-    axes = {name: {0: "batch", 1: "tokens"} for name in (*INPUTS, "token_vectors")}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as fh:
-        tmp = fh.name
-    log.info("exporting %s to ONNX once (%s)", model_dir.name, path)
-    try:
+    def export(tmp: str) -> None:
+        model = TokenVectors(AutoModel.from_pretrained(str(model_dir)).eval())
+        example = tuple(torch.ones(1, 8, dtype=torch.long) for _ in INPUTS)
+        axes = {name: {0: "batch", 1: "tokens"} for name in (*INPUTS, "token_vectors")}
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's notes on Python branches it froze: shapes stay dynamic
             torch.onnx.export(model, example, tmp, input_names=list(INPUTS), output_names=["token_vectors"],
                               dynamic_axes=axes, opset_version=17, dynamo=False)
-        os.replace(tmp, path)  # a concurrent process sees no file or the whole file
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+
+    return export_once(path, export, model_dir.name)
 
 
 class OnnxSentenceModel:
@@ -103,16 +97,15 @@ class OnnxSentenceModel:
     Runtime on one thread."""
 
     def __init__(self, model_dir: Path, onnx_path: Path):
-        import onnxruntime as ort
         from tokenizers import Tokenizer
+
+        from models.onnx_runtime import session
 
         config = json.loads((model_dir / "sentence_bert_config.json").read_text())
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(int(config.get("max_seq_length", 256)))
         self.tokenizer.no_padding()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+        self.session = session(onnx_path)
         self.dim = int(json.loads((model_dir / "1_Pooling" / "config.json").read_text())["word_embedding_dimension"])
 
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
@@ -177,8 +170,7 @@ def _load(model_dir: Path) -> OnnxSentenceModel | TorchSentenceModel:
     if os.environ.get("FORESIGHT_MINILM", "onnx") != "torch" and onnx_exportable(model_dir):
         path = exported_path(model_dir)
         try:
-            if not path.is_file():
-                export_onnx(model_dir, path)
+            export_onnx(model_dir, path)
             return OnnxSentenceModel(model_dir, path)
         except Exception as exc:  # a failed export or a broken file: the slower path still gives the vectors
             log.warning("MiniLM through ONNX Runtime failed (%s); using sentence-transformers", exc)

@@ -147,8 +147,8 @@ def test_the_live_view_fits_a_420_px_phone(camera, tmp_path):
     b.call("Emulation.setDeviceMetricsOverride", width=420, height=2400, deviceScaleFactor=1, mobile=True)
     try:
         b.call("Page.reload")  # laid out at 420 px from the start, as on a phone
-        b.wait_for(f"{PICTURE} !== null && " + has_text("Timeline") + " && " + has_text("watching rtsp:"), 120,
-                   "the live view on a phone")
+        b.wait_for(f"{PICTURE} !== null && " + has_text("Timeline") + " && " + has_text("watching rtsp:") + " && "
+                   + has_text("job stream-"), 120, "the live view on a phone")
         time.sleep(2)  # a refresh or two at the new width
         fit = b.js(OVERFLOW)
         shot = tmp_path / "live-420.png"
@@ -163,6 +163,7 @@ def test_the_live_view_fits_a_420_px_phone(camera, tmp_path):
 @pytest.mark.slow
 def test_a_camera_away_for_60_s_resumes_as_the_same_job_with_the_gap_on_the_timeline(camera, tmp_path):
     b, _, server, db, _ = camera
+    b.wait_for(has_text("job stream-"), 120, "the stream's row with its job")  # after a reload, rows come last
     job = re.search(r"job (stream-\S+)", b.js("document.body.innerText"))
     assert job, b.js("document.body.innerText")
     job_id = job.group(1).split(",")[0]

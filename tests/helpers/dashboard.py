@@ -96,7 +96,7 @@ def keep_screenshot(shot: Path, name: str, width: int = 900) -> None:
 
 def check_png(shot: Path, min_bytes: int = 20_000) -> None:
     png = shot.read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > min_bytes
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > min_bytes, (shot, len(png))
 
 
 URL_INPUT = "input[placeholder='rtsp://camera/stream']"
