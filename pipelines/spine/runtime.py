@@ -34,6 +34,10 @@ def ensure_ray(num_cpus: int | None = None) -> None:
         # several arenas' worth of freed memory each. Two per process is enough for one call at a time. Read
         # by each process of the local cluster when it starts (raylet, workers), not by this running driver.
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")
+        # No idle workers kept warm: Ray starts num_cpus task workers with the first driver (78 MB each) that no
+        # stage uses, since every actor gets a worker of its own. A task's first call pays about 1 s instead.
+        os.environ.setdefault("RAY_enable_worker_prestart", "0")
+        os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     from pipelines.spine.threads import thread_environment
