@@ -4,4 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 .venv/bin/ruff check app pipelines models ui training tests benchmarks scripts
-exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 "$@"
+# Two workers (FORESIGHT_TEST_WORKERS; 0 runs in this process): most slow tests wait on a camera outage, a browser
+# or a server, so two files at a time fit 2 cores. A file's tests stay in one worker (module fixtures: one
+# browser, one camera).
+workers=${FORESIGHT_TEST_WORKERS:-2}
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 -n "$workers" --dist loadfile "$@"
