@@ -149,6 +149,8 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--detector", default=DEFAULT_DETECTOR, metavar="NAME",
                    help=f"object detector: {', '.join(DETECTOR_NAMES)} (default {DEFAULT_DETECTOR}; docs/perception.md)")
+    p.add_argument("--motion-gate", type=unit_interval, default=0.002, metavar="SHARE",
+                   help="models look again when this share of the picture moves, else every 5 s (0: every second)")
     p.add_argument("--events", choices=["auto", "union", "prefm", "tags"], default="auto",
                    help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO tag "
                         "events for the rest), prefm (PreFM only), tags (taggers only); auto: union if PreFM is shipped")
@@ -215,7 +217,7 @@ def analysis_options(args) -> AnalyzeOptions:
         raise BadInput(f"--safety-escalation {escalation}: say 'robust' or give a policy JSON file")
     stages = StageConfig(asr=not flag("no_asr", False), asr_model=flag("asr_model"), tags=not flag("no_tags", False),
                          visual=not flag("no_visual", False), ocr=not flag("no_ocr", False), events_model=flag("events", "auto"),
-                         detector=flag("detector", DEFAULT_DETECTOR),
+                         detector=flag("detector", DEFAULT_DETECTOR), motion_gate=flag("motion_gate", 0.002) or None,
                          prefm_checkpoint=flag("prefm_model"), asr_language=None if language == "auto" else language,
                          safety=not flag("no_safety", False), safety_threshold=flag("safety_threshold"),
                          judge_url=flag("judge_url"), camera=flag("camera", "camera"), visual_prompt=prompt,

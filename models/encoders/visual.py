@@ -29,16 +29,14 @@ from models.encoders import people
 from models.encoders.base import public_fields
 from models.encoders.detector import ObjectDetector
 from models.encoders.detectors import DEFAULT_DETECTOR, check_detector, make_detector
+from models.encoders.frame_stats import COLOR_BINS, THUMB, TROUBLES, FrameStats, MotionGate
 from models.encoders.weights import mediapipe_task
 from models.native_logs import QuietFirstCall, quiet_native_logs
 
 # MediaPipe pose landmark indices used for posture and body centre.
 L_SHOULDER, R_SHOULDER, L_HIP, R_HIP, L_KNEE, R_KNEE = 11, 12, 23, 24, 25, 26
 POSTURES = ("standing", "sitting", "lying", "unknown")
-TROUBLES = ("dark", "blurred", "covered", "frozen")
 NUM_COCO = 80
-COLOR_BINS = 8
-THUMB = 4
 POSE_DIMS = 8
 CAMERA_DIMS = 3 + len(TROUBLES)
 VISUAL_DIM = 2 * NUM_COCO + POSE_DIMS + 1 + 2 + CAMERA_DIMS + 3 * COLOR_BINS + THUMB * THUMB
@@ -62,6 +60,8 @@ class VisualConfig:
     frozen_after_s: float = 2.0  # identical frames for this long: frozen
     prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp), applied to every frame first
     detect_every_frame: bool = False  # tracking: the detector on every sampled frame, not only the middle one
+    motion_gate: float | None = 0.002  # share of the picture that must move for the models to look again (None: always)
+    keepalive_s: float = 5.0  # on a still picture the models still look this often
 
 
 def _close_at_exit(obj) -> None:
@@ -210,70 +210,6 @@ class FaceCounter:
             self.landmarker = None  # its finaliser runs now, not during interpreter shutdown
 
 
-class FrameStats:
-    """Motion energy, scene cuts and camera trouble from small grey copies of the sampled frames."""
-
-    def __init__(self, config: VisualConfig):
-        self.config = config
-        self.reset()
-
-    def reset(self) -> None:
-        self._prev_grey: np.ndarray | None = None
-        self._prev_hist: np.ndarray | None = None
-        self._frozen_s = 0.0
-        self._prev_t: float | None = None
-
-    def _small(self, rgb: np.ndarray) -> np.ndarray:
-        import cv2
-
-        h, w = rgb.shape[:2]
-        side = self.config.thumb_side
-        small = cv2.resize(rgb, (side, max(2, int(round(h * side / w)))), interpolation=cv2.INTER_AREA)
-        return small
-
-    @staticmethod
-    def _hist(small: np.ndarray) -> np.ndarray:
-        bins = (small // (256 // COLOR_BINS)).reshape(-1, 3)
-        hist = np.concatenate([np.bincount(bins[:, c], minlength=COLOR_BINS) for c in range(3)]).astype(np.float64)
-        return hist / hist.sum() * 3  # each channel sums to 1
-
-    def measure(self, frames: list[np.ndarray], times: list[float]) -> dict:
-        import cv2
-
-        motions, cut = [], False
-        grey = small = hist = None
-        for frame, t in zip(frames, times, strict=True):
-            small = self._small(frame)
-            grey = cv2.cvtColor(small, cv2.COLOR_RGB2GRAY).astype(np.float32)
-            hist = self._hist(small)
-            if self._prev_grey is not None and self._prev_grey.shape == grey.shape:
-                diff = float(np.abs(grey - self._prev_grey).mean())
-                motions.append(diff / 255.0)
-                dt = t - self._prev_t if self._prev_t is not None else 0.5
-                self._frozen_s = self._frozen_s + max(dt, 0.0) if diff < 0.05 else 0.0
-            bc = float(np.sum(np.sqrt(hist * self._prev_hist)) / 3) if self._prev_hist is not None else 1.0
-            if math.sqrt(max(0.0, 1.0 - bc)) > self.config.cut_distance:
-                cut = True
-            self._prev_grey, self._prev_hist, self._prev_t = grey, hist, t
-        brightness = float(grey.mean())
-        contrast = float(grey.std())
-        # Laplacian energy relative to the picture's own contrast, so a dim but sharp scene is not "blurred".
-        sharpness = float(cv2.Laplacian(grey, cv2.CV_32F).var()) / (contrast**2 + 1.0)
-        trouble = None
-        if brightness < self.config.dark_level:
-            trouble = "dark"
-        elif contrast < self.config.covered_std:
-            trouble = "covered"
-        elif self._frozen_s >= self.config.frozen_after_s:
-            trouble = "frozen"
-        elif sharpness < self.config.blur_level:
-            trouble = "blurred"
-        return {"motion": round(float(np.mean(motions)) if motions else 0.0, 4), "scene_cut": cut,
-                "camera_trouble": trouble, "brightness": round(brightness, 1), "contrast": round(contrast, 1),
-                "sharpness": round(sharpness, 3), "colour_hist": hist, "thumb": cv2.resize(
-                    grey, (THUMB, THUMB), interpolation=cv2.INTER_AREA) / 255.0}
-
-
 class VisualAnalyzer:
     """Everything visual for one second of sampled frames, plus its fixed-length feature vector (`VISUAL_DIM`)."""
 
@@ -294,18 +230,36 @@ class VisualAnalyzer:
         self._pose_thread = ThreadPoolExecutor(1, thread_name_prefix="pose") if c.pose else None
         self.faces = shared(("faces", c.num_faces), lambda: FaceCounter(c.num_faces)) if c.faces else None
         self.stats = FrameStats(self.config)
+        self.gate = MotionGate(c.motion_gate, c.keepalive_s)
+        self._seen: tuple | None = None  # the last looked-at second's (detections, faces, every pose)
+        self._judged: tuple | None = None  # (frames, their stats, whether the models look): `will_look`'s answer
         self.prompt = None
         if self.config.prompt:
             from models.encoders.frame_prompt import FramePrompt
 
             self.prompt = FramePrompt.load(self.config.prompt)
         self.timings = {"detector_s": 0.0, "pose_s": 0.0, "faces_s": 0.0, "frames_s": 0.0}  # seconds so far
+        self.looked = self.skipped = 0  # seconds the models looked at, and seconds the motion gate kept still
 
     def reset(self) -> None:
         """Forget tracking state (a new source, or a gap in this one)."""
         if self.pose is not None:
             self.pose.reset()
         self.stats.reset()
+        self.gate.reset()
+        self._seen = self._judged = None
+
+    def will_look(self, frames: list[np.ndarray], times: list[float]) -> bool:
+        """Whether the models look at this second (the next `analyze` call, with these very frames), or the motion
+        gate keeps the last findings: measured once, so a batch across streams skips the still ones."""
+        if self._judged is None or self._judged[0] is not frames:
+            t0 = time.perf_counter()
+            stats = self.stats.measure(frames, times)
+            self.timings["frames_s"] += time.perf_counter() - t0
+            first = self._seen is None
+            runs = self.gate.runs(stats, times[-1]) or first  # a source's first second is always looked at
+            self._judged = (frames, stats, runs)
+        return self._judged[2]
 
     def analyze(self, frames: list[np.ndarray], times: list[float] | None = None) -> dict | None:
         """Detections for one second; None when the second has no frames. Times default to evenly spaced."""
@@ -319,43 +273,54 @@ class VisualAnalyzer:
         if times is None:
             base = (self.stats._prev_t + 0.5) if self.stats._prev_t is not None else 0.0
             times = [base + i / len(frames) for i in range(len(frames))]
-        key = frames[len(frames) // 2]  # YOLO and faces on the middle frame only
-        pose_call = self._pose_thread.submit(self._timed_pose, frames, times) if self._pose_thread else None
-        t0 = time.perf_counter()
-        if self.config.detect_every_frame:
-            per_frame = self.detector.detect_many(frames)
-            detections = per_frame[len(frames) // 2]
-        else:
-            per_frame, detections = None, self.detector.detect(key)
-        # Each frame the detector ran on, with its boxes (pixels): what the tracker follows.
+        key = frames[len(frames) // 2]  # the detector (unless on every frame) and faces on the middle frame only
         size = [int(key.shape[1]), int(key.shape[0])]
-        frame_detections = ([{"t": t, "size": size, "detections": d} for t, d in zip(times, per_frame, strict=True)]
-                            if per_frame is not None else [{"t": times[len(frames) // 2], "size": size,
-                                                            "detections": detections}])
+        looks = self.will_look(frames, times)
+        stats, self._judged = self._judged[1], None
+        if not looks:
+            self.skipped += 1  # nothing moved: what the models saw last still stands
+            detections, faces, every_pose = self._seen
+            seen_at = times if self.config.detect_every_frame else [times[len(frames) // 2]]
+            frame_detections = [{"t": t, "size": size, "detections": detections} for t in seen_at]
+        else:
+            self.looked += 1
+            detections, frame_detections, faces, every_pose = self._look(frames, times, key, size)
         objects: dict[str, int] = {}
         for d in detections:
             objects[d["label"]] = objects.get(d["label"], 0) + 1
-        t1 = time.perf_counter()
-        faces = self.faces.detect(key) if self.faces is not None else []
-        t2 = time.perf_counter()
-        stats = self.stats.measure(frames, times)
-        t3 = time.perf_counter()
-        pose, pose_s = pose_call.result() if pose_call is not None else ([], 0.0)
-        for part, dt in (("detector_s", t1 - t0), ("pose_s", pose_s), ("faces_s", t2 - t1), ("frames_s", t3 - t2)):
-            self.timings[part] += dt
         # Poses only for people (the detector's, or faces it missed: models/encoders/people.py), who also give the
         # person count; the feature vector keeps every pose the landmarker found, as PreFM was trained on.
         found = people.people(detections, [f["box"] for f in faces])
         if found:
             objects["person"] = len(found)
-        every_pose, pose = pose, people.match(pose, found, int(key.shape[1]), int(key.shape[0]))
+        pose = people.match(every_pose, found, size[0], size[1])
+        self._seen = (detections, faces, every_pose)
         return {"persons": len(found), "objects": objects, "detections": detections, "pose": pose,
                 "people": found,
                 "faces": len(faces), "face_boxes": [f["box"] for f in faces], "motion": stats["motion"],
                 "scene_cut": stats["scene_cut"], "camera_trouble": stats["camera_trouble"],
                 "brightness": stats["brightness"], "sharpness": stats["sharpness"],
-                "frame_size": [int(key.shape[1]), int(key.shape[0])], "_stats": stats, "_pose_all": every_pose,
-                "_frames": frame_detections}
+                "frame_size": size, "_stats": stats, "_pose_all": every_pose, "_frames": frame_detections}
+
+    def _look(self, frames: list[np.ndarray], times: list[float], key: np.ndarray, size: list[int]) -> tuple:
+        """The costly models on one second: (detections, each detected frame's boxes, faces, every pose)."""
+        pose_call = self._pose_thread.submit(self._timed_pose, frames, times) if self._pose_thread else None
+        t0 = time.perf_counter()
+        if self.config.detect_every_frame:
+            per_frame = self.detector.detect_many(frames)
+            detections = per_frame[len(frames) // 2]
+            # Each frame the detector ran on, with its boxes (pixels): what the tracker follows.
+            frame_detections = [{"t": t, "size": size, "detections": d} for t, d in zip(times, per_frame, strict=True)]
+        else:
+            detections = self.detector.detect(key)
+            frame_detections = [{"t": times[len(frames) // 2], "size": size, "detections": detections}]
+        t1 = time.perf_counter()
+        faces = self.faces.detect(key) if self.faces is not None else []
+        t2 = time.perf_counter()
+        pose, pose_s = pose_call.result() if pose_call is not None else ([], 0.0)
+        for part, dt in (("detector_s", t1 - t0), ("pose_s", pose_s), ("faces_s", t2 - t1)):
+            self.timings[part] += dt
+        return detections, frame_detections, faces, pose
 
     def _timed_pose(self, frames: list[np.ndarray], times: list[float]) -> tuple[list[dict], float]:
         t0 = time.perf_counter()

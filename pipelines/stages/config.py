@@ -40,6 +40,10 @@ class StageConfig:
     yolo_size: int = 416
     visual_min_score: float = 0.4
     visual_prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp)
+    # Motion gate (models/encoders/frame_stats.MotionGate): the detector, faces and pose look at a second when
+    # this share of the picture moved, and every `keepalive_s` on a still one; None looks at every second.
+    motion_gate: float | None = 0.002
+    keepalive_s: float = 5.0
     # Text on screen (PP-OCRv4, pipelines/stages/ocr.py): read changed key frames, at most one reading every
     # `ocr_every_s` seconds and `ocr_budget_ms` a second on average; a text on screen `ocr_min_s` is an event.
     ocr: bool = True

@@ -17,7 +17,8 @@ class VisualStage:
 
         self.config = config
         visual = VisualConfig(detector=config.detector, yolo_size=config.yolo_size, prompt=config.visual_prompt,
-                              detect_every_frame=config.track)
+                              detect_every_frame=config.track, motion_gate=config.motion_gate,
+                              keepalive_s=config.keepalive_s)
         self.analyzer = VisualAnalyzer(visual) if config.visual else None
 
     def reset(self) -> None:
@@ -37,7 +38,7 @@ class VisualStage:
         """(detector, key frame) for a batch across streams, or None (no frames, or frames this stream's visual
         prompt changes first)."""
         a = self.analyzer
-        if a is None or not seg.frames or a.prompt is not None:
+        if a is None or not seg.frames or a.prompt is not None or not a.will_look(seg.frames, seg.frame_times):
             return None
         return a.detector, seg.frames[len(seg.frames) // 2]
 

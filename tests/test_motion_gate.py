@@ -1,0 +1,62 @@
+"""The motion gate: on a still camera the detector, faces and pose look only every few seconds and whenever
+something moves, and every second reports what looking at every second reports."""
+
+from __future__ import annotations
+
+import av
+import pytest
+
+from models.encoders.visual import VisualAnalyzer, VisualConfig
+from training.perception.static_scene import write_static_scene
+
+WALK_S = 8  # the person enters at 8 s and is gone by 13 s
+
+
+@pytest.fixture(scope="module")
+def still_seconds(tmp_path_factory):
+    """Each second's two sampled frames (time, RGB) of a 20-s still scene a person walks across, decoded."""
+    path = write_static_scene(tmp_path_factory.mktemp("scene") / "still.mp4", 20, walk_every_s=100, width=640,
+                              height=480, fps=10, first_walk_s=WALK_S)
+    seconds: dict[int, list] = {}
+    with av.open(str(path)) as f:
+        for frame in f.decode(video=0):
+            if round(frame.time * 10) % 5 == 0:
+                seconds.setdefault(int(frame.time), []).append((frame.time, frame.to_ndarray(format="rgb24")))
+    assert sorted(seconds) == list(range(20))
+    return seconds
+
+
+def _run(seconds: dict, gate: float | None) -> tuple[VisualAnalyzer, list[dict], list[int]]:
+    analyzer, rows, looked = VisualAnalyzer(VisualConfig(motion_gate=gate, keepalive_s=5.0)), [], []
+    for s, frames in sorted(seconds.items()):
+        before = analyzer.looked
+        r = analyzer.analyze([f for _, f in frames], [t for t, _ in frames])
+        rows.append({k: r[k] for k in ("objects", "persons", "faces")})  # a box's score moves with H.264 noise
+        if analyzer.looked > before:
+            looked.append(s)
+    return analyzer, rows, looked
+
+
+def test_a_still_camera_is_looked_at_every_5_s_and_whenever_someone_walks_by(still_seconds):
+    gated, gated_rows, looked = _run(still_seconds, 0.002)
+    full, full_rows, every = _run(still_seconds, None)
+    assert every == list(range(20)) and full.skipped == 0
+    assert looked[:2] == [0, 5], looked  # the first second, then the keep-alive
+    assert set(range(WALK_S, WALK_S + 5)) <= set(looked), looked  # each second the person is on screen
+    assert len(looked) <= 10 and gated.skipped == 20 - len(looked), looked
+    assert any(r["objects"].get("person") for r in full_rows)  # the walker is seen at all
+    assert gated_rows == full_rows  # nothing the full rate finds is lost
+    assert gated.timings["detector_s"] < 0.7 * full.timings["detector_s"], (gated.timings, full.timings)
+
+
+def test_a_batch_across_streams_skips_a_still_stream_and_reset_looks_again(still_seconds):
+    analyzer = VisualAnalyzer(VisualConfig())
+    frames = [[f for _, f in still_seconds[s]] for s in range(3)]
+    times = [[t for t, _ in still_seconds[s]] for s in range(3)]
+    assert analyzer.will_look(frames[0], times[0])  # a source's first second
+    assert analyzer.will_look(frames[0], times[0])  # asked twice, measured once: the same answer
+    analyzer.analyze(frames[0], times[0])
+    assert not analyzer.will_look(frames[1], times[1])  # nothing moved
+    analyzer.analyze(frames[1], times[1])
+    analyzer.reset()  # a new source: look again
+    assert analyzer.will_look(frames[2], times[2])
