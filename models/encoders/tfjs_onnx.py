@@ -1,0 +1,241 @@
+"""A TensorFlow.js graph model (`model.json` + weight shards) as an ONNX graph, built with `onnx.helper`.
+
+No TensorFlow is needed. `read_tfjs` decodes the weights manifest (float16-quantised weights become float32);
+`tfjs_to_onnx` maps each TF op onto ONNX ops, keeping TF's own layout: the graph's tensors stay in whatever layout
+the TF graph uses, and the NHWC ops (Conv2D, pooling, ResizeBilinear) are wrapped in a Transpose pair that ONNX
+Runtime's optimiser cancels against its neighbours. Nodes whose inputs are all constants (shape arithmetic such
+as SparseToDense, which ONNX lacks) are folded here with numpy. The ops covered are those of the graphs we use
+(NanoDet); any other op is a ValueError naming it.
+
+Resize gets its full `sizes` (N and C from the tensor's shape, then H and W): ONNX Runtime 1.32 crashed on a
+Resize that used the `axes` attribute.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+
+OPSET = 17
+TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
+_DTYPES = {"float32": np.float32, "int32": np.int32, "bool": np.bool_, "float16": np.float16,
+           "uint8": np.uint8, "uint16": np.uint16}
+_ELEMENTWISE = {"Add": "Add", "AddV2": "Add", "Sub": "Sub", "Mul": "Mul", "RealDiv": "Div", "Maximum": "Max",
+                "Minimum": "Min"}
+_UNARY = {"Sigmoid": "Sigmoid", "Relu": "Relu", "Tanh": "Tanh", "Identity": "Identity", "Exp": "Exp"}
+
+
+def read_tfjs(model_json: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    """The model's JSON and its constant tensors by name, decoded from the weight shards beside it."""
+    model = json.loads(Path(model_json).read_text())
+    consts: dict[str, np.ndarray] = {}
+    for group in model["weightsManifest"]:
+        blob = b"".join((Path(model_json).parent / p).read_bytes() for p in group["paths"])
+        offset = 0
+        for w in group["weights"]:
+            shape, quant = [int(d) for d in w["shape"]], w.get("quantization")
+            stored = np.dtype(_DTYPES[quant["dtype"] if quant else w["dtype"]])
+            count = int(np.prod(shape)) if shape else 1
+            raw = np.frombuffer(blob, stored, count, offset).reshape(shape)
+            offset += count * stored.itemsize
+            if quant and "scale" in quant:  # affine uint8/uint16 quantisation
+                raw = raw.astype(np.float32) * quant["scale"] + quant.get("min", 0.0)
+            consts[w["name"]] = raw.astype(_DTYPES[w["dtype"]])
+    return model, consts
+
+
+def _ref(name: str) -> str:
+    """A TF input reference ('node', 'node:0', 'node:1') as our tensor name ('node', 'node', 'node:1')."""
+    return name[:-2] if name.endswith(":0") else name
+
+
+def _attr(node: dict, key: str, default=None):
+    a = node.get("attr", {}).get(key)
+    if a is None:
+        return default
+    if "list" in a:
+        return [int(i) for i in a["list"].get("i", [])]
+    if "s" in a:
+        return base64.b64decode(a["s"]).decode()
+    for k, cast in (("i", int), ("f", float), ("b", bool)):
+        if k in a:
+            return cast(a[k])
+    return default
+
+
+def _fold(op: str, args: list[np.ndarray]) -> np.ndarray | None:
+    """numpy for an op whose inputs are all constants, or None to emit it as ONNX."""
+    if op in ("Add", "AddV2"):
+        return args[0] + args[1]
+    if op == "Identity":
+        return args[0]
+    if op == "SparseToDense":  # indices, output shape, values, default
+        out = np.full(args[1].reshape(-1), args[3], dtype=args[2].dtype if args[2].size else args[3].dtype)
+        idx = args[0].reshape(len(args[2].reshape(-1)), -1) if args[2].size else np.zeros((0, out.ndim), int)
+        for i, v in zip(idx, np.broadcast_to(args[2], (len(idx),)), strict=True):
+            out[tuple(i)] = v
+        return out
+    return None
+
+
+class _Builder:
+    def __init__(self, consts: dict[str, np.ndarray]):
+        from onnx import helper
+
+        self.h = helper
+        self.consts = consts
+        self.nodes: list = []
+        self.inits: dict[str, np.ndarray] = {}
+        self.count = 0
+
+    def tmp(self, base: str) -> str:
+        self.count += 1
+        return f"{base}/_onnx{self.count}"
+
+    def const(self, value: np.ndarray, base: str) -> str:
+        name = self.tmp(base)
+        self.inits[name] = np.asarray(value)
+        return name
+
+    def use(self, ref: str) -> str:
+        """A tensor name usable as a node input (constants become initializers on first use)."""
+        if ref in self.consts and ref not in self.inits:
+            value = self.consts[ref]
+            self.inits[ref] = value.astype(np.int64) if value.dtype == np.int32 else value
+        return ref
+
+    def add(self, op: str, inputs: list[str], outputs: list[str] | None = None, **attrs) -> str:
+        outputs = outputs or [self.tmp(inputs[0])]
+        self.nodes.append(self.h.make_node(op, inputs, outputs, **attrs))
+        return outputs[0]
+
+    def nhwc(self, x: str, out: str, fn) -> None:
+        """`fn(nchw_input) -> nchw_output` applied to an NHWC tensor `x`, the result named `out` (NHWC)."""
+        y = fn(self.add("Transpose", [x], perm=TO_NCHW))
+        self.add("Transpose", [y], [out], perm=TO_NHWC)
+
+
+def _spatial(node: dict, key: str) -> list[int]:
+    vals = _attr(node, key, [1, 1, 1, 1])
+    return vals[1:3] if _attr(node, "data_format", "NHWC") == "NHWC" else vals[2:4]
+
+
+def _pads(node: dict) -> dict:
+    padding = _attr(node, "padding", "VALID")
+    if padding == "SAME":
+        return {"auto_pad": "SAME_UPPER"}
+    if padding == "EXPLICIT":
+        p = np.asarray(_attr(node, "explicit_paddings")).reshape(4, 2)
+        p = p[1:3] if _attr(node, "data_format", "NHWC") == "NHWC" else p[2:4]
+        return {"pads": [int(p[0, 0]), int(p[1, 0]), int(p[0, 1]), int(p[1, 1])]}
+    return {}
+
+
+def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
+    op, name = node["op"], node["name"]
+    nhwc = _attr(node, "data_format", "NHWC") == "NHWC"
+    wrap = b.nhwc if nhwc else (lambda x, o, fn: b.add("Identity", [fn(x)], [o]))
+    if op in _ELEMENTWISE:
+        b.add(_ELEMENTWISE[op], [b.use(i) for i in ins], [out])
+    elif op in _UNARY:
+        b.add(_UNARY[op], [b.use(ins[0])], [out])
+    elif op == "LeakyRelu":
+        b.add("LeakyRelu", [ins[0]], [out], alpha=_attr(node, "alpha", 0.2))
+    elif op == "Relu6":
+        b.add("Clip", [ins[0], b.const(np.float32(0), name), b.const(np.float32(6), name)], [out])
+    elif op in ("Conv2D", "DepthwiseConv2dNative"):
+        w = b.consts[ins[1]]  # HWIO (depthwise: H, W, in, multiplier)
+        depthwise = op == "DepthwiseConv2dNative"
+        oihw = w.reshape(*w.shape[:2], 1, -1) if depthwise else w
+        weight = b.const(np.ascontiguousarray(oihw.transpose(3, 2, 0, 1)), name)
+        kw = {"strides": _spatial(node, "strides"), "dilations": _spatial(node, "dilations"), **_pads(node)}
+        if depthwise:
+            kw["group"] = int(w.shape[2])
+        wrap(ins[0], out, lambda x: b.add("Conv", [x, weight], kernel_shape=list(w.shape[:2]), **kw))
+    elif op in ("MaxPool", "AvgPool"):
+        kw = {"kernel_shape": _spatial(node, "ksize"), "strides": _spatial(node, "strides"), **_pads(node)}
+        onnx_op = "MaxPool" if op == "MaxPool" else "AveragePool"
+        wrap(ins[0], out, lambda x: b.add(onnx_op, [x], **kw))
+    elif op in ("Pad", "PadV2"):
+        p = b.consts[ins[1]].astype(np.int64)
+        args = [ins[0], b.const(np.concatenate([p[:, 0], p[:, 1]]), name)]
+        if op == "PadV2":
+            args.append(b.const(b.consts[ins[2]].astype(np.float32).reshape(()), name))
+        b.add("Pad", args, [out], mode="constant")
+    elif op == "ResizeBilinear":
+        if _attr(node, "align_corners", False):
+            mode = "align_corners"
+        else:
+            mode = "half_pixel" if _attr(node, "half_pixel_centers", False) else "asymmetric"
+        hw = b.consts[ins[1]].astype(np.int64).reshape(2)
+
+        def resize(x: str) -> str:
+            nc = b.add("Slice", [b.add("Shape", [x]), b.const(np.array([0]), name), b.const(np.array([2]), name)])
+            sizes = b.add("Concat", [nc, b.const(hw, name)], axis=0)
+            return b.add("Resize", [x, "", "", sizes], mode="linear", coordinate_transformation_mode=mode)
+
+        b.nhwc(ins[0], out, resize)
+    elif op == "ConcatV2":
+        axis = int(b.consts[ins[-1]])
+        b.add("Concat", [b.use(i) for i in ins[:-1]], [out], axis=axis)
+    elif op in ("SplitV", "Split"):
+        n = _attr(node, "num_split", 1)
+        outs = [out] + [f"{name}:{k}" for k in range(1, n)]
+        if op == "SplitV":
+            sizes = b.consts[ins[1]].astype(np.int64)
+            if (sizes < 0).any():
+                raise ValueError(f"{name}: SplitV with an inferred (-1) size is not supported")
+            b.add("Split", [ins[0], b.const(sizes, name)], outs, axis=int(b.consts[ins[2]]))
+        else:
+            b.add("Split", [ins[1]], outs, axis=int(b.consts[ins[0]]))
+    elif op == "Reshape":
+        b.add("Reshape", [ins[0], b.const(b.consts[ins[1]].astype(np.int64).reshape(-1), name)], [out])
+    elif op == "Transpose":
+        b.add("Transpose", [ins[0]], [out], perm=[int(v) for v in b.consts[ins[1]].reshape(-1)])
+    else:
+        raise ValueError(f"TFJS op {op} ({name}) is not covered by the converter")
+
+
+def _dims(shape: dict) -> list[int | None] | None:
+    """A TF TensorShapeProto (JSON) as ONNX dims (None: unknown size or rank)."""
+    if not shape or shape.get("unknownRank"):
+        return None
+    return [int(d["size"]) if int(d.get("size", -1)) >= 0 else None for d in shape.get("dim", [])]
+
+
+def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx"):
+    """The ONNX ModelProto of a TFJS graph model: inputs and outputs by the signature's names without ':0'
+    (float32; the input shapes as declared)."""
+    from onnx import TensorProto, checker, helper, numpy_helper
+
+    model, consts = read_tfjs(model_json)
+    b = _Builder(dict(consts))
+    inputs = []
+    for node in model["modelTopology"]["node"]:
+        op, name = node["op"], node["name"]
+        ins = [_ref(i) for i in node.get("input", []) if not i.startswith("^")]
+        if op == "Const":
+            if name not in b.consts:
+                raise ValueError(f"constant {name} has no weights in the manifest")
+            continue
+        if op == "Placeholder":
+            inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, _dims(node["attr"]["shape"]["shape"])))
+            continue
+        if ins and all(i in b.consts for i in ins):
+            folded = _fold(op, [b.consts[i] for i in ins])
+            if folded is not None:
+                b.consts[name] = folded
+                continue
+        _emit(b, node, ins, name)
+    sig = model.get("signature", {}).get("outputs") or {model["modelTopology"]["node"][-1]["name"]: {}}
+    outputs = [helper.make_tensor_value_info(_ref(k), TensorProto.FLOAT, _dims(v.get("tensorShape", {})))
+               for k, v in sorted(sig.items())]
+    inits = [numpy_helper.from_array(v, n) for n, v in b.inits.items()]
+    graph = helper.make_graph(b.nodes, Path(model_json).stem, inputs, outputs, inits)
+    proto = helper.make_model(graph, producer_name=producer, opset_imports=[helper.make_opsetid("", OPSET)])
+    proto.ir_version = 8
+    checker.check_model(proto)
+    return proto

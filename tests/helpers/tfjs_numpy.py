@@ -1,0 +1,118 @@
+"""A second, independent reading of a TFJS graph model: its weights decoded here and its ops run in numpy with
+TensorFlow's semantics (NHWC convolutions, TF's half-pixel bilinear resize). Slow and plain on purpose: it shares
+no code with `models/encoders/tfjs_onnx.py`, so the converted ONNX graph can be checked against it."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def load(model_json: Path) -> tuple[list[dict], dict[str, np.ndarray], list[str]]:
+    """Nodes, constants by name (float16 weights widened to float32) and the output tensor names."""
+    spec = json.loads(Path(model_json).read_text())
+    values: dict[str, np.ndarray] = {}
+    for group in spec["weightsManifest"]:
+        data = bytearray()
+        for shard in group["paths"]:
+            data += (Path(model_json).parent / shard).read_bytes()
+        pos = 0
+        for entry in group["weights"]:
+            kind = entry.get("quantization", {}).get("dtype", entry["dtype"])
+            dtype = {"float16": "<f2", "float32": "<f4", "int32": "<i4"}[kind]
+            n = 1
+            for d in entry["shape"]:
+                n *= int(d)
+            arr = np.frombuffer(bytes(data[pos:pos + n * np.dtype(dtype).itemsize]), dtype)
+            pos += n * np.dtype(dtype).itemsize
+            values[entry["name"]] = arr.reshape([int(d) for d in entry["shape"]]).astype(
+                np.float32 if entry["dtype"] == "float32" else np.int64)
+    outputs = [k.split(":")[0] for k in sorted(spec["signature"]["outputs"])]
+    return spec["modelTopology"]["node"], values, outputs
+
+
+def _ints(node: dict, key: str) -> list[int]:
+    return [int(v) for v in node["attr"][key]["list"]["i"]]
+
+
+def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride: tuple[int, int]) -> np.ndarray:
+    """TF Conv2D, VALID padding: x [N, H, W, C], w [kh, kw, C, O]."""
+    kh, kw = w.shape[:2]
+    win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))[:, ::stride[0], ::stride[1]]
+    return np.einsum("nhwcij,ijco->nhwo", win, w, optimize=True)
+
+
+def maxpool_nhwc(x: np.ndarray, k: tuple[int, int], stride: tuple[int, int]) -> np.ndarray:
+    win = np.lib.stride_tricks.sliding_window_view(x, k, axis=(1, 2))[:, ::stride[0], ::stride[1]]
+    return win.max(axis=(-2, -1))
+
+
+def resize_bilinear_half_pixel(x: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
+    """TF ResizeBilinear(half_pixel_centers=True) on NHWC: source = (dst + 0.5) * in/out - 0.5, edges clamped."""
+    def axis_weights(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        src = (np.arange(n_out) + 0.5) * (n_in / n_out) - 0.5
+        lo = np.floor(src)
+        frac = (src - lo).astype(np.float32)
+        return np.clip(lo, 0, n_in - 1).astype(int), np.clip(lo + 1, 0, n_in - 1).astype(int), frac
+
+    y0, y1, fy = axis_weights(x.shape[1], out_h)
+    x0, x1, fx = axis_weights(x.shape[2], out_w)
+    rows = x[:, y0] * (1 - fy)[None, :, None, None] + x[:, y1] * fy[None, :, None, None]
+    return rows[:, :, x0] * (1 - fx)[None, None, :, None] + rows[:, :, x1] * fx[None, None, :, None]
+
+
+def run(model_json: Path, feed: np.ndarray) -> dict[str, np.ndarray]:
+    """The graph's outputs (by name without ':0') for one input array."""
+    nodes, t, outputs = load(model_json)
+
+    def get(ref: str) -> np.ndarray:
+        name, _, k = ref.partition(":")
+        v = t[name]
+        return v[int(k)] if k and k != "0" else (v[0] if isinstance(v, list) else v)
+
+    for node in nodes:
+        op, ins = node["op"], [get(i) for i in node.get("input", []) if not i.startswith("^")]
+        if op == "Const":
+            continue
+        if op == "Placeholder":
+            out = feed.astype(np.float32)
+        elif op in ("Add", "AddV2"):
+            out = ins[0] + ins[1]
+        elif op == "Identity":
+            out = ins[0]
+        elif op == "SparseToDense":
+            out = np.full(ins[1].reshape(-1), ins[3], np.int64)
+            for i, v in zip(ins[0].reshape(ins[2].size, out.ndim), ins[2].reshape(-1), strict=True):
+                out[tuple(i)] = v
+        elif op in ("Pad", "PadV2"):
+            value = float(ins[2]) if op == "PadV2" else 0.0
+            out = np.pad(ins[0], [tuple(p) for p in ins[1]], constant_values=value)
+        elif op == "Transpose":
+            out = ins[0].transpose(ins[1])
+        elif op == "Conv2D":
+            assert base64.b64decode(node["attr"]["padding"]["s"]) == b"VALID"
+            s = _ints(node, "strides")
+            out = conv2d_nhwc(ins[0], ins[1], (s[1], s[2]))
+        elif op == "MaxPool":
+            k, s = _ints(node, "ksize"), _ints(node, "strides")
+            out = maxpool_nhwc(ins[0], (k[1], k[2]), (s[1], s[2]))
+        elif op == "LeakyRelu":
+            out = np.where(ins[0] >= 0, ins[0], ins[0] * node["attr"]["alpha"]["f"])
+        elif op == "Sigmoid":
+            out = 1 / (1 + np.exp(-ins[0]))
+        elif op == "ConcatV2":
+            out = np.concatenate(ins[:-1], axis=int(ins[-1]))
+        elif op == "SplitV":
+            out = np.split(ins[0], np.cumsum(ins[1])[:-1], axis=int(ins[2]))
+        elif op == "ResizeBilinear":
+            assert node["attr"]["half_pixel_centers"]["b"]
+            out = resize_bilinear_half_pixel(ins[0], int(ins[1][0]), int(ins[1][1]))
+        elif op == "Reshape":
+            out = ins[0].reshape(ins[1])
+        else:
+            raise NotImplementedError(op)
+        t[node["name"]] = out
+    return {name: t[name] for name in outputs}
