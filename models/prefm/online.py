@@ -4,6 +4,10 @@ Online protocol (as in the authors' evaluation): at second ``t`` the model reads
 window of seconds ``t-Lc+1 ... t`` and the prediction for ``t`` is the newest window position. No
 future input is ever read, so the only latency is the 1-s segment plus compute. The future head's
 probabilities for ``t+1 ... t+Lf`` are returned as the model's anticipation.
+
+The network runs through a runner (`models/prefm/runtime.py`): ONNX Runtime for a checkpoint loaded with
+`OnlineParser.from_pretrained` / `runtime.load_inference` (torch is imported only to export it the first time
+on a machine, or with `FORESIGHT_PREFM=torch`), torch for a `PreFM` module passed in (training, evaluation).
 """
 
 from __future__ import annotations
@@ -11,16 +15,17 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from models.events import Event, EventTracker
-from models.prefm.modeling_prefm import CHECKPOINT_FORMAT, PreFM, PreFMConfig, probabilities
-from models.prefm.modeling_prefm import (
-    load_checkpoint as load_checkpoint,  # beside save_checkpoint, as callers expect
-)
+from models.prefm.config import CHECKPOINT_FORMAT, PreFMConfig
+from models.prefm.runtime import as_runner, load_inference
+
+if TYPE_CHECKING:
+    from models.prefm.modeling_prefm import PreFM
+    from models.prefm.runtime import OnnxPreFM, TorchPreFM
 
 MODALITY_NAMES = {"audio": "audio", "visual": "visual", "av": "audio-visual"}
 
@@ -59,22 +64,20 @@ def _num_seconds(config: PreFMConfig, audio: np.ndarray, visual: np.ndarray) -> 
     return seconds
 
 
-def _as_float(x: np.ndarray | torch.Tensor | None) -> np.ndarray | None:
+def _as_float(x: Any) -> np.ndarray | None:
+    """A float32 array from an array or a torch tensor (told apart without importing torch)."""
     if x is None:
         return None
-    if isinstance(x, torch.Tensor):
+    if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
     return np.asarray(x, dtype=np.float32)
 
 
-def _split_outputs(model: PreFM, logits: torch.Tensor, now: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Probabilities at window position ``now`` and, when modeled, at the future positions."""
-    task = model.config.task
-    current = {k: v.cpu().numpy() for k, v in probabilities(logits[:, now], task).items()}
-    future: dict[str, np.ndarray] = {}
-    if model.config.use_future:
-        future = {k: v.cpu().numpy() for k, v in probabilities(logits[:, now + 1:], task).items()}
-    return current, future
+def load_checkpoint(path: str | Path, map_location: str = "cpu") -> tuple[PreFM, PreFMConfig, dict[str, Any]]:
+    """`modeling_prefm.load_checkpoint` (torch model, config, metadata), beside `save_checkpoint` as callers expect."""
+    from models.prefm.modeling_prefm import load_checkpoint as load
+
+    return load(path, map_location)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -82,19 +85,17 @@ def _split_outputs(model: PreFM, logits: torch.Tensor, now: int) -> tuple[dict[s
 # --------------------------------------------------------------------------------------------------
 
 
-@torch.no_grad()
-def predict_windows(model: PreFM, audio: np.ndarray, visual: np.ndarray, st: np.ndarray | None = None,
+def predict_windows(model: PreFM | OnnxPreFM | TorchPreFM, audio: np.ndarray, visual: np.ndarray, st: np.ndarray | None = None,
                     batch_size: int = 64) -> dict[str, np.ndarray]:
     """Per-second probabilities of a clip, each second predicted from its own past window only.
 
     Returns "audio", "visual", "av" (AVVP) or "av" (AVEL) as (T, C) arrays and, with future modeling,
     "future_<m>" arrays of shape (T, Lf, C): at second t, the anticipated probabilities for t+1...t+Lf.
     """
-    cfg = model.config
+    runner = as_runner(model)
+    cfg = runner.config
     audio, visual, st = _as_float(audio), _as_float(visual), _as_float(st)
     seconds = _num_seconds(cfg, audio, visual)
-    model.eval()
-    device = next(model.parameters()).device
     chunks: dict[str, list[np.ndarray]] = {}
     for lo in range(0, seconds, batch_size):
         ts = range(lo, min(lo + batch_size, seconds))
@@ -103,9 +104,8 @@ def predict_windows(model: PreFM, audio: np.ndarray, visual: np.ndarray, st: np.
         else:
             a = np.stack([window_slice(audio, t, cfg.Lc) for t in ts])
         v = np.stack([window_slice(visual, t, cfg.Lc) for t in ts])
-        s = torch.from_numpy(np.stack([window_slice(st, t, cfg.Lc) for t in ts])).to(device) if st is not None else None
-        out = model(torch.from_numpy(a).to(device), torch.from_numpy(v).to(device), s)
-        current, future = _split_outputs(model, out.logits, cfg.Lc - 1)
+        s = np.stack([window_slice(st, t, cfg.Lc) for t in ts]) if st is not None else None
+        current, future = runner.window_probabilities(a, v, s)
         for k, x in current.items():
             chunks.setdefault(k, []).append(x)
         for k, x in future.items():
@@ -113,11 +113,14 @@ def predict_windows(model: PreFM, audio: np.ndarray, visual: np.ndarray, st: np.
     return {k: np.concatenate(v, axis=0) for k, v in chunks.items()}
 
 
-@torch.no_grad()
 def predict_offline(model: PreFM, audio: np.ndarray, visual: np.ndarray, st: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Offline baseline: the network reads the whole clip at once (bidirectional attention over all
     seconds) and every position is classified. Needs a model without future modeling. CLAP maps are
-    pooled per 10-s block (64 rows -> 10 steps) since the pooling is defined on 10-s windows."""
+    pooled per 10-s block (64 rows -> 10 steps) since the pooling is defined on 10-s windows. Torch only."""
+    import torch
+
+    from models.prefm.modeling_prefm import probabilities
+
     cfg = model.config
     if cfg.use_future:
         raise ValueError("offline prediction needs a model built with use_future=False")
@@ -125,10 +128,11 @@ def predict_offline(model: PreFM, audio: np.ndarray, visual: np.ndarray, st: np.
     seconds = _num_seconds(cfg, audio, visual)
     model.eval()
     device = next(model.parameters()).device
-    a = model.embed_audio_clip(torch.from_numpy(audio).to(device)[None], seconds)
-    v = torch.from_numpy(visual).to(device)[None]
-    s = torch.from_numpy(st).to(device)[None] if st is not None else None
-    out = model.forward_tokens(a, model.embed_visual(v, s))
+    with torch.no_grad():
+        a = model.embed_audio_clip(torch.from_numpy(audio).to(device)[None], seconds)
+        v = torch.from_numpy(visual).to(device)[None]
+        s = torch.from_numpy(st).to(device)[None] if st is not None else None
+        out = model.forward_tokens(a, model.embed_visual(v, s))
     return {k: x[0].cpu().numpy() for k, x in probabilities(out.logits, cfg.task).items()}
 
 
@@ -227,12 +231,14 @@ class StepResult:
 
 
 class OnlineParser:
-    """Live PreFM: keeps the last ``Lc`` seconds (or 64 CLAP rows), runs the model once per second."""
+    """Live PreFM: keeps the last ``Lc`` seconds (or 64 CLAP rows), runs the model once per second.
 
-    def __init__(self, model: PreFM, threshold: float = 0.5, exclusive: bool = True, max_gap: int = 0,
+    ``model`` is a runner (`runtime.load_inference`) or a torch `PreFM`; ``self.model`` is its runner."""
+
+    def __init__(self, model: PreFM | OnnxPreFM | TorchPreFM, threshold: float = 0.5, exclusive: bool = True, max_gap: int = 0,
                  min_duration: float = 0.0) -> None:
-        self.model = model.eval()
-        self.config = model.config
+        self.model = as_runner(model).eval()
+        self.config = self.model.config
         names = self.config.class_names or [f"class_{i}" for i in range(self.config.num_classes)]
         self.merger = EventMerger(names, threshold, exclusive, max_gap, min_duration)
         self.reset()
@@ -240,8 +246,9 @@ class OnlineParser:
     @classmethod
     def from_pretrained(cls, path: str | Path | None = None, threshold: float = 0.5,
                         exclusive: bool = True) -> OnlineParser:
-        """Live PreFM from the checkpoint in `path`, by default the shipped one."""
-        return cls(PreFM.from_pretrained(path), threshold=threshold, exclusive=exclusive)
+        """Live PreFM from the checkpoint in `path`, by default the shipped one (ONNX Runtime unless
+        `FORESIGHT_PREFM=torch`)."""
+        return cls(load_inference(path), threshold=threshold, exclusive=exclusive)
 
     def reset(self) -> None:
         c = self.config
@@ -254,7 +261,6 @@ class OnlineParser:
         self.merger.reset()
         self.t = 0
 
-    @torch.no_grad()
     def step(self, audio_feat: np.ndarray, visual_feat: np.ndarray, st_feat: np.ndarray | None = None) -> StepResult:
         """Push one second. 1 fps: ``audio_feat`` (Da,); CLAP maps: the rows of this second, (k, Da)
         with k = int(6.4 (t+1)) - int(6.4 t). ``visual_feat`` (Dv,), ``st_feat`` (Dst,) when used."""
@@ -278,12 +284,8 @@ class OnlineParser:
             if st_feat is None or st_feat.shape != (c.st_dim,):
                 raise ValueError(f"this model needs an st feature of shape ({c.st_dim},)")
             self._st.append(st_feat)
-            st = torch.from_numpy(np.stack(self._st))[None]
-        device = next(self.model.parameters()).device
-        out = self.model(torch.from_numpy(np.stack(self._audio))[None].to(device),
-                         torch.from_numpy(np.stack(self._visual))[None].to(device),
-                         st.to(device) if st is not None else None)
-        current, future = _split_outputs(self.model, out.logits, c.Lc - 1)
+            st = np.stack(self._st)[None]
+        current, future = self.model.window_probabilities(np.stack(self._audio)[None], np.stack(self._visual)[None], st)
         current = {k: v[0] for k, v in current.items()}
         events = self.merger.update(self.t, current)
         result = StepResult(time=self.t, audio=current.get("audio"), visual=current.get("visual"), av=current["av"],
@@ -302,6 +304,8 @@ class OnlineParser:
 
 
 def save_checkpoint(path: str | Path, model: PreFM, config: PreFMConfig, meta: dict[str, Any] | None = None) -> Path:
+    import torch
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": CHECKPOINT_FORMAT, "config": config.to_dict(),

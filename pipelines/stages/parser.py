@@ -119,13 +119,13 @@ class PrefmEvents:
     """PreFM online over the audio and visual feature vectors; events and anticipation on the stream clock."""
 
     def __init__(self, config: StageConfig, path: Path):
-        from models.prefm.modeling_prefm import PreFM
         from models.prefm.online import OnlineParser
-        from models.shared import shared
+        from models.prefm.runtime import load_inference
 
         self.config = config
-        # The network is shared by the streams of a process; the ring buffer and event merger are this stream's.
-        model = shared(("prefm", str(path), path.stat().st_mtime_ns), lambda: PreFM.from_pretrained(path))
+        # The network (ONNX Runtime, no torch once exported) is shared by the streams of a process; the ring
+        # buffer and event merger are this stream's.
+        model = load_inference(path)
         # Three AVVP streams (a heard event is one audio event, seen-and-heard an audio-visual one inside it),
         # with the tag events' gap filling and shortest-event rule.
         self.prefm = OnlineParser(model, threshold=config.prefm_threshold, exclusive=False, max_gap=1,

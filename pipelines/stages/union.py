@@ -35,13 +35,13 @@ MODALITIES = ("audio", "visual")
 @lru_cache(maxsize=8)
 def covered_classes(path: str) -> dict[str, frozenset[str]]:
     """The LLP classes per modality (audio, visual) a checkpoint was trained on; every class it has when the
-    checkpoint predates the stamp."""
-    import torch
+    checkpoint predates the stamp. Read from the ONNX export's metadata when there is one (no torch)."""
+    from models.prefm.runtime import checkpoint_info
 
-    payload = torch.load(path, map_location="cpu", weights_only=True)
-    covers = (payload.get("meta") or {}).get("covers")
+    config, meta = checkpoint_info(path)
+    covers = meta.get("covers")
     if covers is None:
-        names = frozenset(payload["config"].get("class_names") or LLP_AUDIOSET)
+        names = frozenset(config.class_names or LLP_AUDIOSET)
         return {m: names for m in MODALITIES}
     return {m: frozenset(covers.get(m, ())) for m in MODALITIES}
 
