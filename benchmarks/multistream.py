@@ -9,7 +9,14 @@ sampled every 2 s. The last line is JSON:
 - `dropped_segments`: summed over the N streams (a slow stream drops its own oldest seconds);
 - `rss_gb`: the peak while N streams run; `rss_gb_one_stream`: the peak of the one-stream run before;
 - `rss_growth`: mean resident size over the last third of the N-stream run / over its first third;
-- `p95_s_one_stream`: the p95 latency of the one-stream run.
+- `p95_s_one_stream`: the p95 latency of the one-stream run;
+- `cpu_cores_per_stream` (and `..._one_stream`): CPU seconds of every pipeline process (this driver and its Ray
+  processes) / wall seconds / streams, over the N-stream (one-stream) run; a warm-up stream loads the models
+  first, so start-up is not in it.
+
+`--scene moving` (default) is the long benchmark clip (pictures panning all the time, speech and sounds);
+`--scene static` is a still camera (a real photo) that a person crosses once a minute, in silence
+(`training/perception/static_scene.py`): what the motion gate is for.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +87,9 @@ class Sampler:
         self.peak: dict[str, dict[str, float]] = {}
         self.hosts: dict[int, str] = {}
         self.peak_hosts: dict[int, float] = {}
+        self.cpu_first: dict[int, float] = {}  # pid -> CPU seconds when first seen, and when last seen
+        self.cpu_last: dict[int, float] = {}
+        self.started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
         self._thread.start()
@@ -86,6 +97,13 @@ class Sampler:
     def _sample(self) -> None:
         by_pid: dict[int, float] = {}
         total, parts = pipeline_rss(by_pid)
+        for proc in [psutil.Process(), *(psutil.Process(pid) for pid in by_pid if psutil.pid_exists(pid))]:
+            try:
+                cpu = sum(proc.cpu_times()[:2])
+            except psutil.Error:
+                continue
+            self.cpu_first.setdefault(proc.pid, cpu)
+            self.cpu_last[proc.pid] = cpu
         if not self.samples or total > max(self.samples):
             self.peak, self.peak_hosts = parts, by_pid
         self.samples.append(total)
@@ -94,10 +112,15 @@ class Sampler:
         while not self._stop.wait(every_s):
             self._sample()
 
+    def cpu_cores(self) -> float:
+        """CPU seconds of the pipeline's processes since the sampler started, per wall second."""
+        return sum(self.cpu_last[p] - self.cpu_first[p] for p in self.cpu_last) / (time.monotonic() - self.started)
+
     def stop(self) -> list[float]:
         self._stop.set()
         self._thread.join()
         self._sample()
+        self.cores = self.cpu_cores()
         print("peak by process kind (GB; processes, resident anonymous/files/shared memory): " + ", ".join(
             f"{k} {v['rss']:.2f} ({v['n']:.0f}: {v.get('anon', 0):.2f}/{v.get('file', 0):.2f}/{v.get('shmem', 0):.2f})"
             for k, v in sorted(self.peak.items(), key=lambda kv: -kv[1]["rss"])))
@@ -118,9 +141,10 @@ def cross_stream_batches() -> list[int]:
         return []
 
 
-def run(urls: list[str], options: AnalyzeOptions) -> tuple[list[dict], list[list[float]], list[float]]:
-    """Run one pipeline per URL together; their results, latencies, and the memory samples meanwhile."""
+def run(urls: list[str], options: AnalyzeOptions) -> tuple[list[dict], list[list[float]], Sampler]:
+    """Run one pipeline per URL together; their results, latencies, and the sampler (memory, CPU) meanwhile."""
     sampler = Sampler()
+    sampler._sample()  # every process's CPU time from now on
     pipes = [Pipeline(url, options) for url in urls]
     hosts = pipes[0].actors
     sampler.hosts = dict(zip(ray.get([h.pid.remote() for h in hosts.values()]), hosts, strict=True))
@@ -130,7 +154,20 @@ def run(urls: list[str], options: AnalyzeOptions) -> tuple[list[dict], list[list
     finally:
         for p in pipes:
             p.close()
-    return results, latencies, sampler.stop()
+    sampler.stop()
+    return results, latencies, sampler
+
+
+def scene_clip(scene: str) -> Path:
+    """The looped clip each camera serves: the moving benchmark clip, or the static scene (built once)."""
+    if scene == "moving":
+        return long_clip(1.0)
+    from training.perception.static_scene import write_static_scene
+
+    path = Path(__file__).resolve().parents[1] / "data" / "bench" / "static_1min_720p30.mp4"
+    if not path.exists():
+        write_static_scene(path, 60.0, walk_every_s=60.0, first_walk_s=20.0)
+    return path
 
 
 def main() -> None:
@@ -138,6 +175,11 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=300.0)
     ap.add_argument("--no-visual", action="store_true", help="speech and sound tags only")
+    ap.add_argument("--scene", choices=["moving", "static"], default="moving",
+                    help="moving: the benchmark clip; static: a still camera a person crosses once a minute")
+    ap.add_argument("--motion-gate", type=float, default=StageConfig.motion_gate,
+                    help="the visual stage's motion gate (0: the models look at every second)")
+    ap.add_argument("--warmup", type=float, default=15.0, help="seconds of one stream first, to load the models")
     ap.add_argument("--latency-budget", type=float, metavar="SECONDS",
                     help="each stream's budget controller lowers its frame rate, then drops its visual tier, to keep "
                          "this mean latency (the stated degradation; its decisions are printed per stream)")
@@ -145,19 +187,23 @@ def main() -> None:
     if args.streams < 1 or args.seconds < 5:
         ap.error("--streams must be at least 1 and --seconds at least 5")
     budget = LatencyBudget(latency_s=args.latency_budget) if args.latency_budget else None
-    options = AnalyzeOptions(stages=StageConfig(visual=not args.no_visual), duration_s=args.seconds,
-                             rtsp_transport="udp", budget=budget)
-    clip = long_clip(1.0)
+    stages = StageConfig(visual=not args.no_visual, motion_gate=args.motion_gate or None)
+    options = AnalyzeOptions(stages=stages, duration_s=args.seconds, rtsp_transport="udp", budget=budget)
+    clip = scene_clip(args.scene)
     servers = [RtspServer(clip) for _ in range(args.streams)]
     for server in servers:
         server.start()
     ensure_ray()
     try:
-        alone, alone_latencies, one = run([servers[0].url], options)
-        results, latencies, samples = run([s.url for s in servers], options)
+        if args.warmup > 0:
+            warm = AnalyzeOptions(stages=stages, duration_s=args.warmup, rtsp_transport="udp", budget=budget)
+            run([servers[0].url], warm)
+        alone, alone_latencies, one_run = run([servers[0].url], options)
+        results, latencies, many_run = run([s.url for s in servers], options)
     finally:
         for server in servers:
             server.kill()
+    one, samples = one_run.samples, many_run.samples
     third = max(1, len(samples) // 3)
     p95 = [float(np.percentile(lat, 95)) if lat else float("nan") for lat in latencies]
     dropped = [int(r["ingest"]["segments_dropped"]) for r in results]
@@ -173,11 +219,15 @@ def main() -> None:
         print(f"visual host: {len(batches)} cross-stream detector batches, {sum(batches)} key frames in them "
               f"(sizes {min(batches)}-{max(batches)})")
     load = os.getloadavg()[0]
-    print(f"{args.streams} streams x {args.seconds:g} s{' (no visual)' if args.no_visual else ''}: "
-          f"peak RSS {max(samples):.2f} GB vs {max(one):.2f} GB with one stream; load average {load:.1f}")
+    print(f"{args.streams} streams x {args.seconds:g} s, {args.scene} scene{' (no visual)' if args.no_visual else ''}: "
+          f"peak RSS {max(samples):.2f} GB vs {max(one):.2f} GB with one stream; CPU {many_run.cores:.2f} cores "
+          f"vs {one_run.cores:.2f} with one stream; load average {load:.1f}")
     print(json.dumps({"streams": args.streams, "p95_s": round(max(p95), 3), "dropped_segments": sum(dropped),
                       "rss_gb": round(max(samples), 2), "rss_gb_one_stream": round(max(one), 2),
-                      "p95_s_one_stream": round(p95_one, 3),
+                      "p95_s_one_stream": round(p95_one, 3), "scene": args.scene,
+                      "motion_gate": args.motion_gate,
+                      "cpu_cores_per_stream": round(many_run.cores / args.streams, 3),
+                      "cpu_cores_per_stream_one_stream": round(one_run.cores, 3),
                       "rss_growth": round(float(np.mean(samples[-third:]) / np.mean(samples[:third])), 3)}))
 
 
