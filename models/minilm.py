@@ -61,6 +61,8 @@ def exported_path(model_dir: Path) -> Path:
 
 def export_onnx(model_dir: Path, path: Path) -> Path:
     """Export the folder's transformer (token vectors out) to `path` with torch's exporter; atomic on disk."""
+    if path.is_file():  # exported before: no torch, no transformers
+        return path
     import warnings
 
     import torch

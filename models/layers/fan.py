@@ -21,7 +21,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-ATTENTION_KINDS = ("plain", "fan")
+from models.layers import ATTENTION_KINDS
+
 PERIODIC_SHARE = 0.25  # cos + sin share of the width, as in the released code (p_ratio 0.125 each)
 
 

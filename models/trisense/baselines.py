@@ -14,8 +14,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from models.trisense.config import TriSenseConfig
 from models.trisense.features import MODALITIES, ClipFeatures
-from models.trisense.modeling_trisense import TriSenseConfig
 from models.trisense.moments import Moment, nms_moments
 from models.trisense.text import TextEncoder, default_text_encoder
 

@@ -87,14 +87,20 @@ def clip_evidence(query_vec: np.ndarray, clip: ClipFeatures, encoder: TextEncode
     return out
 
 
-def batch_evidence(query_vecs: np.ndarray, clips: list[ClipFeatures], encoder: TextEncoder,
-                   num_seconds: int | None = None):
-    """Evidence of a batch as a tensor `[B, 3, T, EVIDENCE_DIM]`, padded like `batch_features`
+def evidence_arrays(query_vecs: np.ndarray, clips: list[ClipFeatures], encoder: TextEncoder,
+                    num_seconds: int | None = None) -> np.ndarray:
+    """Evidence of a batch `[B, 3, T, EVIDENCE_DIM]` float32, padded like `batch_arrays`
     (`query_vecs` `[B, 384]`, or `[384]` for one query over every clip)."""
-    import torch
-
     T = num_seconds if num_seconds is not None else max(c.num_seconds for c in clips)
     qs = np.asarray(query_vecs, dtype=np.float32)
     if qs.ndim == 1:
         qs = np.broadcast_to(qs, (len(clips), qs.shape[0]))
-    return torch.from_numpy(np.stack([clip_evidence(q, c, encoder, T) for q, c in zip(qs, clips, strict=True)]))
+    return np.stack([clip_evidence(q, c, encoder, T) for q, c in zip(qs, clips, strict=True)])
+
+
+def batch_evidence(query_vecs: np.ndarray, clips: list[ClipFeatures], encoder: TextEncoder,
+                   num_seconds: int | None = None):
+    """`evidence_arrays` as a torch tensor (training and the torch model)."""
+    import torch
+
+    return torch.from_numpy(evidence_arrays(query_vecs, clips, encoder, num_seconds))

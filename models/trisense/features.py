@@ -160,25 +160,23 @@ def shift_items(items: list[dict], start: int, end: int) -> list[dict]:
     return out
 
 
-def batch_features(
+def batch_arrays(
     clips: list[ClipFeatures], dims: dict[str, int], pad_to: int | None = None
-) -> tuple[dict, object, object]:
-    """Pad clips into model tensors: `({m: [B,T,D_m]}, masks [B,3,T] bool, valid [B,T] bool)`.
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Pad clips into model inputs: `({m: [B,T,D_m]} float32, masks [B,3,T] bool, valid [B,T] bool)`.
 
     A missing modality becomes zeros with mask False. `dims` gives the model's input size per
     modality; a present array of another width is an error (features from a different encoder).
     """
-    import torch
-
     if not clips:
         raise ValueError("batch_features needs at least one clip")
     T = max(c.num_seconds for c in clips)
     if pad_to is not None:
         T = max(T, pad_to)
     B = len(clips)
-    feats = {m: torch.zeros(B, T, dims[m]) for m in MODALITIES}
-    masks = torch.zeros(B, len(MODALITIES), T, dtype=torch.bool)
-    valid = torch.zeros(B, T, dtype=torch.bool)
+    feats = {m: np.zeros((B, T, dims[m]), dtype=np.float32) for m in MODALITIES}
+    masks = np.zeros((B, len(MODALITIES), T), dtype=bool)
+    valid = np.zeros((B, T), dtype=bool)
     for b, clip in enumerate(clips):
         n = clip.num_seconds
         valid[b, :n] = True
@@ -188,6 +186,16 @@ def batch_features(
                 continue
             if arr.shape[1] != dims[m]:
                 raise ValueError(f"{m} features have width {arr.shape[1]}, the model expects {dims[m]}")
-            feats[m][b, :n] = torch.from_numpy(arr)
-            masks[b, k, :n] = torch.from_numpy(getattr(clip, f"{m}_mask"))
+            feats[m][b, :n] = arr
+            masks[b, k, :n] = getattr(clip, f"{m}_mask")
     return feats, masks, valid
+
+
+def batch_features(
+    clips: list[ClipFeatures], dims: dict[str, int], pad_to: int | None = None
+) -> tuple[dict, object, object]:
+    """`batch_arrays` as torch tensors (training and the torch model)."""
+    import torch
+
+    feats, masks, valid = batch_arrays(clips, dims, pad_to)
+    return {m: torch.from_numpy(v) for m, v in feats.items()}, torch.from_numpy(masks), torch.from_numpy(valid)

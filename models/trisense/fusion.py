@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from models.trisense.modeling_trisense import temporal_iou
+from models.trisense.decode import temporal_iou
 
 
 @dataclass(frozen=True)

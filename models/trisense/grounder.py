@@ -13,23 +13,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import torch
 
 from models.trisense import SHIPPED_CHECKPOINT
 from models.trisense.baselines import TextMatchBaseline
-from models.trisense.evidence import batch_evidence
-from models.trisense.features import MODALITIES, ClipFeatures, batch_features
+from models.trisense.config import TriSenseConfig
+from models.trisense.decode import SpanPrediction
+from models.trisense.evidence import batch_evidence, evidence_arrays
+from models.trisense.features import MODALITIES, ClipFeatures, batch_arrays
 from models.trisense.fusion import FusionConfig, fuse
 from models.trisense.memory import SecondSelector, second_keys, seconds_to_ranges
-from models.trisense.modeling_trisense import (
-    SpanPrediction,
-    TriSenseConfig,
-    TriSenseModel,
-    decode_spans,
-)
 from models.trisense.moments import Answer, Moment, nms_moments
+from models.trisense.runtime import OnnxBackend, TorchBackend, load_backend
 from models.trisense.text import TextEncoder, default_text_encoder
 
 CHECKPOINT_FORMAT = "foresight-trisense-v1"
@@ -38,8 +35,10 @@ FUSION_CANDIDATES = 10  # learned moments per query that the fusion may rescore
 __all__ = ["Answer", "ClipFeatures", "Grounder", "Moment", "load_checkpoint", "save_checkpoint"]
 
 
-def save_checkpoint(path: str | Path, model: TriSenseModel, meta: dict | None = None) -> None:
+def save_checkpoint(path: str | Path, model: Any, meta: dict | None = None) -> None:
     """One `.pt` holding the config (plain dict), the weights and JSON-able metadata."""
+    import torch
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(
@@ -66,8 +65,12 @@ def load_fusion(checkpoint: str | Path) -> FusionConfig | None:
     return FusionConfig.from_dict(json.loads(path.read_text())["fusion"])
 
 
-def load_checkpoint(path: str | Path) -> tuple[TriSenseModel, dict]:
-    """Rebuild the model from a checkpoint written by `save_checkpoint` (loaded with weights_only=True)."""
+def load_checkpoint(path: str | Path) -> tuple[Any, dict]:
+    """Rebuild the torch model from a checkpoint written by `save_checkpoint` (loaded with weights_only=True)."""
+    import torch
+
+    from models.trisense.modeling_trisense import TriSenseModel
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
@@ -84,28 +87,41 @@ def load_checkpoint(path: str | Path) -> tuple[TriSenseModel, dict]:
 
 
 class Grounder:
-    """Text query -> ranked moments over one clip's per-second features."""
+    """Text query -> ranked moments over one clip's per-second features.
 
-    def __init__(self, model: TriSenseModel, text_encoder: TextEncoder | None = None, meta: dict | None = None,
+    The network runs through a backend (`models.trisense.runtime`): a loaded checkpoint is ONNX Runtime by
+    default, a model passed in is that torch model."""
+
+    def __init__(self, model: Any = None, text_encoder: TextEncoder | None = None, meta: dict | None = None,
                  selector: SecondSelector | None = None, selector_context_s: int = 16,
-                 fusion: FusionConfig | None = None):
-        """`selector` (optional): on clips longer than the model window, read only the seconds it selects
+                 fusion: FusionConfig | None = None, backend: OnnxBackend | TorchBackend | None = None):
+        """`model`: a torch `TriSenseModel` (or give `backend` instead).
+        `selector` (optional): on clips longer than the model window, read only the seconds it selects
         (plus `selector_context_s` around them) instead of every window; see `models.trisense.memory`.
         `fusion` (optional): answer with the calibrated fusion of the model and text matching."""
-        self.model = model.eval()
+        if backend is None:
+            if model is None:
+                raise ValueError("Grounder needs a model or a backend")
+            backend = TorchBackend(model.eval(), meta)
+        self.backend = backend
         self.fusion = fusion
         self._matcher = None
         self.selector, self.selector_context_s = selector, selector_context_s
-        self.config = model.config
-        self.meta = meta or {}
+        self.config: TriSenseConfig = backend.config
+        self.meta = meta if meta is not None else backend.meta
         self._text_encoder = text_encoder
         self.dims = {m: self.config.modality_dim(m) for m in MODALITIES}
+
+    @property
+    def model(self) -> Any:
+        """The torch model (training, benchmarks); an ONNX-backed grounder loads it, and torch, on first use."""
+        return self.backend.torch_model()
 
     @classmethod
     def load(cls, path: str | Path, text_encoder: TextEncoder | None = None, fused: bool = True) -> Grounder:
         """The checkpoint at `path`, with its fusion calibration when it has one and `fused`."""
-        model, meta = load_checkpoint(path)
-        return cls(model, text_encoder=text_encoder, meta=meta, fusion=load_fusion(path) if fused else None)
+        backend = load_backend(path)
+        return cls(text_encoder=text_encoder, backend=backend, fusion=load_fusion(path) if fused else None)
 
     @classmethod
     def from_pretrained(cls, path: str | Path | None = None, text_encoder: TextEncoder | None = None) -> Grounder:
@@ -134,18 +150,23 @@ class Grounder:
             starts.append(num_seconds - w)
         return [(s, s + w) for s in starts]
 
-    @torch.no_grad()
     def score_windows(
         self, query_vec: np.ndarray, windows: list[ClipFeatures], top_k: int = 5
     ) -> list[list[SpanPrediction]]:
         """Spans (in each window's own seconds) for one query over a batch of windows."""
-        feats, masks, valid = batch_features(windows, self.dims)
-        qv = torch.from_numpy(np.asarray(query_vec, dtype=np.float32)).unsqueeze(0).expand(len(windows), -1)
-        out = self.model(feats, masks, valid, qv, self.evidence(query_vec, windows, valid.shape[1]))
-        return decode_spans(out, top_k=top_k, max_span_s=self.config.max_span_s)
+        feats, masks, valid = batch_arrays(windows, self.dims)
+        qv = np.broadcast_to(np.asarray(query_vec, dtype=np.float32), (len(windows), self.config.query_dim))
+        evidence = self.evidence_arrays(query_vec, windows, valid.shape[1])
+        return self.backend.spans(feats, masks, valid, qv, evidence, top_k=top_k, max_span_s=self.config.max_span_s)
+
+    def evidence_arrays(self, query_vecs: np.ndarray, clips: list[ClipFeatures], num_seconds: int):
+        """The model's text-aligned evidence `[B,3,T,k]` for these clips, or None for a model built without it."""
+        if not self.config.evidence_dim:
+            return None
+        return evidence_arrays(query_vecs, clips, self.text_encoder, num_seconds)
 
     def evidence(self, query_vecs: np.ndarray, clips: list[ClipFeatures], num_seconds: int):
-        """The model's text-aligned evidence tensor for these clips, or None for a model built without it."""
+        """`evidence_arrays` as a torch tensor (training's evaluation feeds the torch model)."""
         if not self.config.evidence_dim:
             return None
         return batch_evidence(query_vecs, clips, self.text_encoder, num_seconds)
@@ -170,7 +191,6 @@ class Grounder:
             return nms_moments(learned, top_k)
         return nms_moments(fuse(learned, self.text_moments(query, pieces), self.fusion), top_k)
 
-    @torch.no_grad()
     def ground_windows(
         self,
         query: str,
@@ -214,16 +234,15 @@ class Grounder:
             moments = [m for m in moments if m.score >= self.threshold]
         return Answer(query.strip(), moments, best, self.threshold)
 
-    @torch.no_grad()
     def selected_ranges(self, query_vec: np.ndarray, features: ClipFeatures) -> list[tuple[int, int]]:
         """The second ranges the selector picks for this query (compressing the clip first)."""
         if self.selector is None:
             raise ValueError("this grounder has no selector")
-        keys, present = second_keys(self.model, features)
+        keys, present = second_keys(self.backend, features)
         kept = np.flatnonzero(self.selector.compress(keys, present))
         if kept.size == 0:
             return []
-        qc = self.model.coarse.embed_query(torch.from_numpy(np.asarray(query_vec, dtype=np.float32))[None])[0].numpy()
+        qc = self.backend.coarse_query(np.asarray(query_vec, dtype=np.float32)[None])[0]
         chosen = kept[self.selector.select(qc, keys[:, kept], present[:, kept])]
         ranges = seconds_to_ranges(chosen, features.num_seconds, self.selector_context_s, self.config.max_window_s)
         return [(s, e) for s, e in ranges]

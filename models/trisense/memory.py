@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
-import torch
 
 from models.trisense.features import MODALITIES, ClipFeatures
 
@@ -33,17 +32,23 @@ class SecondSelector(Protocol):
         ...
 
 
-@torch.no_grad()
 def second_keys(model: Any, clip: ClipFeatures) -> tuple[np.ndarray, np.ndarray]:
-    """Per-second unit coarse embeddings [3,T,k] of a clip and which modalities are present [3,T]."""
+    """Per-second unit coarse embeddings [3,T,k] of a clip and which modalities are present [3,T].
+
+    `model`: a grounder backend (`models.trisense.runtime`, numpy in and out) or a torch `TriSenseModel`."""
     T = clip.num_seconds
     feats, present = {}, np.zeros((len(MODALITIES), T), dtype=bool)
     for k, m in enumerate(MODALITIES):
         arr = getattr(clip, m)
-        feats[m] = torch.zeros(1, T, model.config.modality_dim(m)) if arr is None else torch.from_numpy(arr)[None]
+        feats[m] = np.zeros((1, T, model.config.modality_dim(m)), np.float32) if arr is None else arr[None]
         if arr is not None:
             present[k] = getattr(clip, f"{m}_mask")
-    keys = model.coarse.embed_seconds(feats)[0].numpy()
+    if hasattr(model, "coarse_seconds"):
+        keys = model.coarse_seconds(feats)[0]
+    else:
+        from models.trisense.runtime import TorchBackend
+
+        keys = TorchBackend(model).coarse_seconds(feats)[0]
     return keys * present[..., None], present
 
 

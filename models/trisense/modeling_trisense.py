@@ -24,58 +24,18 @@ and no LLM:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.layers.fan import ATTENTION_KINDS, FANEncoderLayer
+from models.layers.fan import FANEncoderLayer
+from models.trisense.config import TriSenseConfig
+from models.trisense.decode import SpanPrediction, temporal_iou
+from models.trisense.features import MODALITIES
 
-MODALITIES: tuple[str, str, str] = ("visual", "audio", "speech")
-
-
-@dataclass
-class TriSenseConfig:
-    """Model hyperparameters; feature dims are whatever perception produces."""
-
-    visual_dim: int = 512
-    audio_dim: int = 128
-    speech_dim: int = 384
-    query_dim: int = 384
-    d_model: int = 128
-    n_heads: int = 4
-    n_layers: int = 2
-    ff_dim: int = 256
-    dropout: float = 0.1
-    coarse_dim: int = 64
-    max_window_s: int = 128
-    max_span_s: int = 64
-    modality_dropout: float = 0.5
-    fixed_modality_weights: bool = False
-    attention: str = "plain"  # "fan": FANformer's Fourier pre-projection in the encoder's self-attention
-    evidence_dim: int = 0  # >0: text-aligned evidence per second and modality (`models.trisense.evidence`)
-    abstain_threshold: float | None = None  # top moment scores below this answer "not found" (chosen on val)
-    raw_dropout: float = 0.0  # training: chance that a sample's modality keeps only its evidence, not its features
-    query_dropout: float = 0.0  # training: chance that the model sees no query, only the evidence computed from it
-
-    def __post_init__(self) -> None:
-        if self.attention not in ATTENTION_KINDS:
-            raise ValueError(f"attention must be one of {ATTENTION_KINDS}, got {self.attention!r}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> TriSenseConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown TriSenseConfig keys: {sorted(unknown)}")
-        return cls(**data)
-
-    def modality_dim(self, name: str) -> int:
-        return {"visual": self.visual_dim, "audio": self.audio_dim, "speech": self.speech_dim}[name]
+__all__ = ["MODALITIES", "SpanPrediction", "TriSenseConfig", "TriSenseModel", "decode_spans", "temporal_iou"]
 
 
 @dataclass
@@ -308,22 +268,6 @@ def grounding_loss(out: TriSenseOutput, spans: torch.Tensor, present: torch.Tens
     }
     losses["total"] = losses["start"] + losses["end"] + losses["inside"] + 0.5 * losses["coarse"]
     return losses
-
-
-@dataclass
-class SpanPrediction:
-    """One decoded span in window seconds, with its per-modality weights averaged over the span."""
-
-    start: float
-    end: float
-    score: float
-    weights: tuple[float, float, float]
-
-
-def temporal_iou(a: tuple[float, float], b: tuple[float, float]) -> float:
-    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
-    union = max(a[1], b[1]) - min(a[0], b[0])
-    return inter / union if union > 0 else 0.0
 
 
 @torch.no_grad()

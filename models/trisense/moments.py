@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from models.trisense.decode import temporal_iou
 from models.trisense.features import MODALITIES
-from models.trisense.modeling_trisense import temporal_iou
 
 
 @dataclass

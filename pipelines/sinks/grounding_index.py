@@ -17,18 +17,16 @@ of features is a single matrix product.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from models.trisense.features import MODALITIES, ClipFeatures, shift_items
 from models.trisense.grounder import FUSION_CANDIDATES, Grounder, Moment
-from models.trisense.memory import SecondSelector, SelectedMemory
+from models.trisense.memory import SecondSelector, SelectedMemory, second_keys
 from pipelines.sinks.store import Store
 
 
@@ -45,11 +43,7 @@ class SearchHit:
 
 def model_fingerprint(grounder: Grounder) -> str:
     """Hash of the coarse head's weights: stored window vectors are only valid for the same head."""
-    h = hashlib.sha1()
-    for name, tensor in sorted(grounder.model.coarse.state_dict().items()):
-        h.update(name.encode())
-        h.update(tensor.detach().cpu().numpy().tobytes())
-    return h.hexdigest()[:16]
+    return grounder.backend.fingerprint()
 
 
 class GroundingIndex:
@@ -83,7 +77,7 @@ class GroundingIndex:
         self.candidates, self.context_s = candidates, context_s
         self._lock = threading.RLock()
         self._cache: tuple[np.ndarray, np.ndarray, list[str], np.ndarray] | None = None
-        self.memory = SelectedMemory(grounder.model, selector) if selector is not None else None
+        self.memory = SelectedMemory(grounder.backend, selector) if selector is not None else None
         self._check_meta()
 
     # ------------------------------------------------------------------ bookkeeping
@@ -106,21 +100,10 @@ class GroundingIndex:
         return self.store.grounding_seconds_total()
 
     # ------------------------------------------------------------------ writing
-    @torch.no_grad()
     def _window_rows(self, source_id: str, clip: ClipFeatures) -> list[tuple]:
         """Coarse vectors: mean of unit per-second coarse embeddings over each window, per modality."""
         T = clip.num_seconds
-        feats = {}
-        masks = np.zeros((len(MODALITIES), T), dtype=bool)
-        for k, m in enumerate(MODALITIES):
-            arr = getattr(clip, m)
-            if arr is None:
-                feats[m] = torch.zeros(1, T, self.grounder.dims[m])
-            else:
-                feats[m] = torch.from_numpy(arr).unsqueeze(0)
-                masks[k] = getattr(clip, f"{m}_mask")
-        emb = self.grounder.model.coarse.embed_seconds(feats)[0].numpy()  # [3,T,k]
-        emb = emb * masks[..., None]
+        emb, masks = second_keys(self.grounder.backend, clip)  # [3,T,k] (zero where absent), [3,T]
         starts = list(range(0, max(1, T - self.window_s + 1), self.stride_s))
         if starts[-1] + self.window_s < T:
             starts.append(T - self.window_s)
@@ -233,7 +216,6 @@ class GroundingIndex:
         return ranges
 
     # ------------------------------------------------------------------ searching
-    @torch.no_grad()
     def search(self, query: str, top_k: int = 5, source_ids: list[str] | None = None) -> list[SearchHit]:
         """Ranked moments for `query` over the given sources (default: everything stored)."""
         if top_k < 1:
@@ -249,7 +231,7 @@ class GroundingIndex:
             if unknown:
                 raise ValueError(f"unknown source_id(s): {sorted(unknown)}")
             selected = np.array([s in wanted for s in sids], dtype=bool)
-        qc = self.grounder.model.coarse.embed_query(torch.from_numpy(qv).unsqueeze(0))[0].numpy()  # [3,k]
+        qc = self.grounder.backend.coarse_query(np.asarray(qv, np.float32)[None])[0]  # [3,k]
         max_w = self.grounder.config.max_window_s
         if self.memory is not None:
             wanted = sorted({sid for sid, keep in zip(sids, selected, strict=True) if keep})
