@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from models.safety.embed import SentenceEmbedder, split_sentences
 from models.safety.knowledge import PACKAGE_DATA, Rule
+from models.safety.tfidf import Tfidf
 
 _PROHIBITION = re.compile(
     r"\b(do not|don't|never|should not|shouldn't|must not|cannot|can not|can't|avoid|not to|"
@@ -75,7 +75,7 @@ class RuleRetriever:
         self.recency_decay = recency_decay
         self.embed_weight = embed_weight if embedder is not None else 0.0
         texts = [r.text() for r in rules]
-        self.tfidf = TfidfVectorizer(sublinear_tf=True, stop_words="english").fit(texts)
+        self.tfidf = Tfidf(texts)
         self.rule_tfidf = self.tfidf.transform(texts)
         if embedder is not None:
             self.rule_emb_text = embedder.encode_stored(texts)  # the same every start-up: read from disk
@@ -89,7 +89,7 @@ class RuleRetriever:
 
     # --- similarities -------------------------------------------------------------------------
     def _raw(self, segments: list[str]) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        tf = (self.tfidf.transform(segments) @ self.rule_tfidf.T).toarray().astype(np.float32)
+        tf = (self.tfidf.transform(segments) @ self.rule_tfidf.T).astype(np.float32)
         if self.embedder is None:
             return tf, None, None
         emb = self.embedder.encode_passages(segments)
@@ -162,5 +162,5 @@ class RuleRetriever:
         if self.embedder is not None:
             sims = self.embedder.encode(sentences) @ self.rule_emb_act[rule.id]
         else:
-            sims = (self.tfidf.transform(sentences) @ self.rule_tfidf[rule.id].T).toarray()[:, 0]
+            sims = self.tfidf.transform(sentences) @ self.rule_tfidf[rule.id]
         return sentences[int(np.argmax(sims))]
