@@ -89,6 +89,7 @@ class Sampler:
         self.peak_hosts: dict[int, float] = {}
         self.cpu_first: dict[int, float] = {}  # pid -> CPU seconds when first seen, and when last seen
         self.cpu_last: dict[int, float] = {}
+        self.names: dict[int, str] = {}  # pid -> process name
         self.started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
@@ -104,6 +105,11 @@ class Sampler:
                 continue
             self.cpu_first.setdefault(proc.pid, cpu)
             self.cpu_last[proc.pid] = cpu
+            if proc.pid not in self.names:
+                try:
+                    self.names[proc.pid] = proc.name()
+                except psutil.Error:
+                    self.names[proc.pid] = "?"
         if not self.samples or total > max(self.samples):
             self.peak, self.peak_hosts = parts, by_pid
         self.samples.append(total)
@@ -121,6 +127,13 @@ class Sampler:
         self._thread.join()
         self._sample()
         self.cores = self.cpu_cores()
+        wall = time.monotonic() - self.started
+        cores = {}
+        for pid in self.cpu_last:
+            name = self.hosts.get(pid) or self.names.get(pid, "?")
+            cores[name] = cores.get(name, 0.0) + (self.cpu_last[pid] - self.cpu_first[pid]) / wall
+        print("CPU cores by process: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(cores.items(), key=lambda kv: -kv[1])
+                                                 if v >= 0.001))
         print("peak by process kind (GB; processes, resident anonymous/files/shared memory): " + ", ".join(
             f"{k} {v['rss']:.2f} ({v['n']:.0f}: {v.get('anon', 0):.2f}/{v.get('file', 0):.2f}/{v.get('shmem', 0):.2f})"
             for k, v in sorted(self.peak.items(), key=lambda kv: -kv[1]["rss"])))
@@ -133,10 +146,10 @@ def cross_stream_batches() -> list[int]:
     """The sizes of the detector batches the shared visual host ran across streams (empty without one)."""
     import ray
 
-    from pipelines.spine.actors import HOST_PREFIX
+    from pipelines.spine.hosts import HOST_PREFIX
 
     try:
-        return ray.get(ray.get_actor(HOST_PREFIX + "visual").batches.remote(), timeout=30)
+        return ray.get(ray.get_actor(HOST_PREFIX + "visual").batches.remote("visual"), timeout=30)
     except (ValueError, ray.exceptions.RayError):
         return []
 
@@ -147,7 +160,8 @@ def run(urls: list[str], options: AnalyzeOptions) -> tuple[list[dict], list[list
     sampler._sample()  # every process's CPU time from now on
     pipes = [Pipeline(url, options) for url in urls]
     hosts = pipes[0].actors
-    sampler.hosts = dict(zip(ray.get([h.pid.remote() for h in hosts.values()]), hosts, strict=True))
+    for pid, name in zip(ray.get([h.pid.remote() for h in hosts.values()]), hosts, strict=True):
+        sampler.hosts[pid] = f"{sampler.hosts[pid]}+{name}" if pid in sampler.hosts else name
     try:
         results = [p.wait() for p in pipes]
         latencies = [p.latencies() for p in pipes]

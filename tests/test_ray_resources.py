@@ -11,7 +11,7 @@ def test_one_cpu_tasks_run_while_every_stage_host_lives(ray_runtime):
     from app.services.jobs import JOB_TASK_OPTIONS
     from pipelines import AnalyzeOptions, GroundingConfig
     from pipelines.spine import graph
-    from pipelines.spine.actors import stage_hosts
+    from pipelines.spine.hosts import stage_hosts
 
     options = AnalyzeOptions(grounding=GroundingConfig(queries=["a door closes"]))
     options.stages.track = True

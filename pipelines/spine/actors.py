@@ -1,27 +1,17 @@
-"""The stage graph on Ray: one `StageHost` per graph node shared by every stream of the driver (ended a short
-while after the last stream closes: `release_hosts`), and per stream one `IngestActor` that reads the source, chains the hosts and is the stream's sink.
+"""Per stream on Ray: one `IngestActor` that reads the source, chains the shared stage hosts (`hosts.py`) and
+is the stream's sink.
 
-A host keeps one stage object per stream (VAD spans, PreFM ring buffer, pose tracks, grounding watches, safety
-log), created on the stream's first call and freed by `close(stream)`; the models inside come from one
-process-wide cache (`models/shared.py`), so a second stream costs its state, not another torch and another
-set of weights. Calls carry the stream's stage config, so a host that restarted after a crash rebuilds the
-stage on the next call (what the dead process held for that stream is lost; the stream goes on).
-
-The ingest actor passes ObjectRefs from one actor call into the next, so segment data moves between actor
-processes without a round trip through the driver; a thread of it writes each record into its sink as soon
-as the record is ready (`delivery.py`). A host runs one call at a time, each stream's calls in
-their order, the stream that has had the least of the host's time first (`fair.FairTurns`): a stream whose
-seconds cost more than its share falls behind and drops its own oldest seconds, not the others'. Hosts
-restart after a crash (`max_restarts`) and their in-flight calls are retried.
+The ingest actor passes ObjectRefs from one host call into the next, so segment data moves between processes
+without a round trip through the driver; a thread of it writes each record into its sink as soon as the
+record is ready (`delivery.py`). Hosts restart after a crash (`max_restarts`) and their in-flight calls are
+retried.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 import time
-from collections import deque
 
 import ray
 
@@ -30,219 +20,7 @@ from pipelines.media.sources import SourceSpec
 from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
 from pipelines.spine.delivery import Delivery
-from pipelines.spine.fair import FairTurns
-from pipelines.spine.threads import pin_threads
 from pipelines.stages.record import Second
-
-# The hosts reserve no CPU: they live as long as their driver (a server keeps them after its streams end), and
-# five or six quarter-CPU reservations left a 2-CPU node unable to schedule the one-CPU job and batch tasks, so an
-# upload after a live stream waited forever. Their load shows as the streams' dropped seconds and budget instead.
-STAGE_OPTIONS = dict(max_restarts=3, max_task_retries=3, num_cpus=0)
-HOST_PREFIX = "foresight-stage-"
-
-
-def trim_heap() -> None:
-    """Hand the heap's free pages back to the system (glibc's `malloc_trim`). Loading a stage's models leaves
-    memory free but resident (0.2 GB in the safety host), and so does a stream's state once freed; a trim
-    takes milliseconds to tenths of a second, so it is done when a stream starts or ends, not per call."""
-    trim = getattr(_LIBC, "malloc_trim", None)
-    if trim is not None:
-        trim(0)
-
-
-try:
-    _LIBC = ctypes.CDLL(None)  # this process's symbols: glibc's on Linux
-except OSError:  # pragma: no cover (no dynamic libc)
-    _LIBC = None
-
-
-class StreamClosed(RuntimeError):
-    """A call for a stream that `close` already freed (a call still queued when its pipeline ended)."""
-
-
-@ray.remote(**STAGE_OPTIONS, max_concurrency=128)  # threads wait for their turn; one call runs at a time
-class StageHost:
-    """One node of the stage graph for many streams, in its own process (one intra-op thread)."""
-
-    def __init__(self, node: graph.Node):
-        pin_threads()  # FORESIGHT_THREADS reaches a remote cluster's workers through the runtime_env
-        self.node = node
-        self.stages: dict[str, object] = {}
-        self.clocks: dict[str, graph.StageClock] = {}
-        self.closed: deque[str] = deque(maxlen=4096)  # recently closed streams: late calls must not revive them
-        self.turns = FairTurns(prefetch=self._prefetch)
-
-    def ready(self) -> bool:
-        return True
-
-    def _stage(self, stream: str, config):
-        stage = self.stages.get(stream)
-        if stage is None:
-            if stream in self.closed:
-                raise StreamClosed(f"stream {stream} was closed")
-            stage = self.stages[stream] = graph.build_stage(self.node, config)
-            self.clocks[stream] = graph.StageClock()
-        return stage
-
-    def _call(self, stream: str, config, method: str, args: tuple):
-        stage = self._stage(stream, config)
-        if hasattr(stage, "reconfigure") and stage.config != config:  # e.g. watches changed on a running stream
-            stage.reconfigure(config)
-        return self.clocks[stream].call(self.node.name, stage, method, list(args))
-
-    def open(self, stream: str, config) -> bool:
-        """Build the stream's stage now (its models load here), so a start-up failure is seen at start."""
-        self.turns.start(stream)
-
-        def build() -> bool:
-            fresh = stream not in self.stages
-            self._stage(stream, config)
-            if fresh:
-                trim_heap()  # what loading the models (the first stream) or building the stage left free
-            return True
-
-        return self.turns.run(stream, None, build)
-
-    def process(self, stream: str, seq: int, config, *args):
-        """Second number `seq` of `stream` through its stage."""
-        return self.turns.run(stream, seq, lambda: self._call(stream, config, "process", args),
-                              batch_input=lambda: self._batch_input(stream, args))
-
-    def _batch_input(self, stream: str, args: tuple):
-        """What this stream's next call would hand a model that batches across streams (None: nothing)."""
-        fn = getattr(self.stages.get(stream), "batch_input", None)  # a stage not built yet joins no batch
-        return None if fn is None else fn(*args)
-
-    def _prefetch(self, inputs: list) -> None:
-        stage = next(iter(self.stages.values()), None)
-        if stage is not None and hasattr(stage, "prefetch"):
-            stage.prefetch(inputs)
-
-    def batches(self) -> list[int]:
-        """The size of each cross-stream batch this host ran (a restart starts the list afresh)."""
-        return list(self.turns.batches)
-
-    def finish(self, stream: str, seq: int, config, *args):
-        """The end of `stream` (`seq`: one past its last second)."""
-        return self.turns.run(stream, seq, lambda: self._call(stream, config, "finish", args))
-
-    def timings(self, stream: str) -> dict:
-        """Seconds in this stream's calls and in its stage's parts (a host restart starts them afresh)."""
-        stage, clock = self.stages.get(stream), self.clocks.get(stream)
-        if stage is None or clock is None:
-            return {"busy_s": 0.0, "parts": {}}
-        return {"busy_s": clock.busy.get(self.node.name, 0.0), "parts": graph.stage_parts(stage)}
-
-    def close(self, stream: str) -> bool:
-        """Free the stream's state; True if it held any. Models and the other streams are untouched."""
-
-        def free() -> bool:
-            self.closed.append(stream)
-            self.clocks.pop(stream, None)
-            stage = self.stages.pop(stream, None)
-            if stage is not None and hasattr(stage, "close"):
-                stage.close()
-            if stage is not None:
-                del stage
-                trim_heap()
-                return True
-            return False
-
-        held = self.turns.run(stream, None, free)
-        self.turns.forget(stream)
-        return held
-
-    def streams(self) -> list[str]:
-        """The streams whose state this host holds."""
-        return list(self.stages)
-
-    def pid(self) -> int:
-        return os.getpid()
-
-
-_HELD: dict[str, object] = {}  # the handles that created the hosts: Ray ends an actor once its creator's is gone
-_HELD_LOCK = threading.Lock()
-_USERS: dict[str, int] = {}  # node name -> pipelines of this driver using its host now
-_RELEASE: list[threading.Timer] = []  # the pending end of idle hosts (at most one)
-
-
-def host_linger_s() -> float:
-    """Seconds the hosts stay after the last pipeline using them closed (a next stream or upload within it
-    finds the models loaded); FORESIGHT_HOST_LINGER_S, default 30."""
-    try:
-        return max(0.0, float(os.environ.get("FORESIGHT_HOST_LINGER_S", "30")))
-    except ValueError:
-        return 30.0
-
-
-def stage_hosts(nodes: list[graph.Node]) -> dict:
-    """The shared host of each node (node name -> handle), started by the first pipeline that needs it; each
-    call takes one use of them, which `release_hosts` gives back.
-
-    Hosts are named actors owned by the driver: every pipeline it starts finds the same ones and their models
-    stay loaded between streams. Once no pipeline uses them they end `host_linger_s()` later (a server idle
-    after Stop holds no stage processes). A host that is gone for good (restarts spent, or a new Ray session)
-    is replaced.
-    """
-    with _HELD_LOCK:
-        for timer in _RELEASE:
-            timer.cancel()
-        _RELEASE.clear()
-        for node in nodes:
-            _USERS[node.name] = _USERS.get(node.name, 0) + 1
-            name = HOST_PREFIX + node.name
-            try:
-                ray.get_actor(name)
-                if node.name in _HELD:
-                    continue  # keep the creating handle: a handle from get_actor does not keep the actor alive
-            except ValueError:  # none, or dead for good
-                pass
-            _HELD[node.name] = StageHost.options(name=name, get_if_exists=True).remote(node)
-        return {node.name: _HELD[node.name] for node in nodes}
-
-
-def release_hosts(names) -> None:
-    """Give back one use of the hosts of `names` (a pipeline closed); when none is used any more, end them all
-    after `host_linger_s()` unless a pipeline takes them again meanwhile."""
-    with _HELD_LOCK:
-        for name in names:
-            if _USERS.get(name, 0) > 0:
-                _USERS[name] -= 1
-        if any(_USERS.values()) or not _HELD:
-            return
-        for timer in _RELEASE:
-            timer.cancel()
-        timer = threading.Timer(host_linger_s(), _end_idle_hosts)
-        timer.daemon = True
-        _RELEASE[:] = [timer]
-        timer.start()
-
-
-def _end_idle_hosts(wait_s: float = 10.0) -> None:
-    """End the hosts (under the lock, and until their names are free: a pipeline starting meanwhile must not
-    be handed a host that is being killed)."""
-    with _HELD_LOCK:
-        if any(_USERS.values()):
-            return
-        _RELEASE.clear()
-        names = [HOST_PREFIX + name for name in _HELD]
-        for handle in _HELD.values():
-            try:
-                ray.kill(handle, no_restart=True)
-            except Exception:  # already gone, or Ray shut down
-                pass
-        _HELD.clear()
-        deadline = time.monotonic() + wait_s
-        while ray.is_initialized() and time.monotonic() < deadline and any(_named(n) for n in names):
-            time.sleep(0.1)
-
-
-def _named(name: str) -> bool:
-    try:
-        ray.get_actor(name)
-        return True
-    except Exception:  # ValueError: no such (live) actor
-        return False
 
 
 # A stream's own actor reserves no CPU: the shared stage hosts hold the reservation, so adding a stream is never

@@ -30,6 +30,7 @@ class Node:
     finish: tuple[str, ...] | None = None  # finish() arguments; None: the stage holds nothing to close
     optional: bool = False  # present only when its config's `when` attribute is true
     when: str = "enabled"
+    host: str = "stages"  # the Ray runner's process for it (`hosts.py`): the picture's models apart, the rest together
 
 
 GRAPH: tuple[Node, ...] = (
@@ -39,7 +40,7 @@ GRAPH: tuple[Node, ...] = (
     # Whisper on the pieces speech cut, beside the VAD of the next seconds
     Node("transcribe", "pipelines.stages.speech:TranscribeStage", "stages", ("speech",), "heard",
          finish=("speech",)),
-    Node("visual", "pipelines.stages.visual:VisualStage", "stages", ("segment",), "visual"),
+    Node("visual", "pipelines.stages.visual:VisualStage", "stages", ("segment",), "visual", host="visual"),
     # text on screen (PP-OCRv4) in the key frame, beside visual; off with --no-ocr or --no-visual
     Node("ocr", "pipelines.stages.ocr:OcrStage", "stages", ("segment",), "ocr"),
     Node("parser", "pipelines.stages.parser:ParserStage", "stages", ("record", "heard", "audio", "visual", "ocr"),

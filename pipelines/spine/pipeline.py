@@ -40,7 +40,8 @@ class Pipeline:
                  db_path: str | None = None, source_id: str | None = None, source_checked: bool = False):
         import ray
 
-        from pipelines.spine.actors import IngestActor, stage_hosts
+        from pipelines.spine.actors import IngestActor
+        from pipelines.spine.hosts import stage_hosts
         from pipelines.spine.runtime import ensure_ray
 
         self.options = options = options or AnalyzeOptions()
@@ -164,7 +165,7 @@ class Pipeline:
     def close(self, timeout: float = 30.0) -> None:
         """End this stream's actor, free its state in the shared hosts and give them back (the hosts end a
         short while after no pipeline uses them: `release_hosts`). Closing twice is harmless."""
-        from pipelines.spine.actors import release_hosts
+        from pipelines.spine.hosts import release_hosts
 
         if getattr(self, "ingest", None) is not None:
             self._ray_kill(self.ingest)
@@ -174,7 +175,7 @@ class Pipeline:
                            timeout=timeout)
         if hosts and not getattr(self, "_released", False):
             self._released = True
-            release_hosts(list(hosts))
+            release_hosts([n for n in graph.GRAPH if n.name in hosts])
 
     @staticmethod
     def _ray_kill(handle) -> None:
