@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from models.errors import BadInput
 from pipelines.sinks.store import Store
 from ui.data import LiveState, alert_lines, detections_text, moments_frame, rolling_transcript
 from ui.search import hit_key
@@ -89,6 +90,8 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     at.text_input(key="path").input(str(path)).run()
     at.text_area(key="questions").input("a telephone is ringing\n\n").run()
     at.slider(key="safety").set_value(0.9).run()
+    assert at.selectbox(key="detector").value == "ssd-mobilenetv2"  # the default detector
+    at.selectbox(key="detector").set_value("nanodet").run()
     at.button(key="analyze_path").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
@@ -98,6 +101,9 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     assert "Answers" in {s.value for s in at.subheader}
     assert any(m.value.startswith("**a telephone is ringing**: 00:") for m in at.markdown)
     assert result["source"] == "demo.mp4" and any(e["label"] == "Speech" for e in result["events"])
+    # NanoDet analysed it: its own reading of the demo's motorbike and coffee pictures (SSD finds neither)
+    seen = {label for s in result["seconds"] for label in (s.get("objects") or {})}
+    assert {"bicycle", "toilet"} & seen, seen
     subheaders = {s.value for s in at.subheader}
     assert {"Timeline", "Transcript", "Alerts", "Search moments"} <= subheaders
     assert "Stream health" not in subheaders  # a file has no stream health
@@ -242,6 +248,9 @@ def test_analysis_options_carry_questions_watches_and_the_safety_threshold():
     assert opts.grounding.checkpoint  # the shipped grounding model
     plain = analysis_options([], [], None)
     assert not plain.grounding.enabled and plain.stages.safety_threshold is None
+    assert plain.stages.detector == "ssd-mobilenetv2" and analysis_options(detector="nanodet").stages.detector == "nanodet"
+    with pytest.raises(BadInput, match="unknown detector 'yolo9'"):
+        analysis_options(detector="yolo9")
 
 
 def test_boxes_are_drawn_scaled_onto_the_picture():

@@ -34,6 +34,10 @@ def ensure_ray(num_cpus: int | None = None) -> None:
         # several arenas' worth of freed memory each. Two per process is enough for one call at a time. Read
         # by each process of the local cluster when it starts (raylet, workers), not by this running driver.
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")
+        # A fixed mmap threshold: glibc otherwise raises it after each large free (up to 32 MB), so the OCR
+        # models' varying buffers came from the heap and stayed there (the stage host grew 0.6 -> 1.4 GB in a
+        # minute of the moving benchmark clip; 0.6 GB with this). 4 MB keeps a 720p frame (2.7 MB) on the heap.
+        os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(4 << 20))
         # No idle workers kept warm: Ray starts num_cpus task workers with the first driver (78 MB each) that no
         # stage uses, since every actor gets a worker of its own. A task's first call pays about 1 s instead.
         os.environ.setdefault("RAY_enable_worker_prestart", "0")
