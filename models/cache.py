@@ -30,6 +30,15 @@ def content_key(*parts: str) -> str:
     return digest.hexdigest()[:32]
 
 
+def file_sha256(path: str | Path) -> str:
+    """The hex sha256 of a file's bytes, read a megabyte at a time (checkpoints, fetched model files)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def stored_array(kind: str, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
     """`compute()`, kept under `<cache>/arrays/<kind>-<key>.npy` and read back by later processes."""
     path = cache_dir() / "arrays" / f"{kind}-{key}.npy"

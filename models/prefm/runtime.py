@@ -14,7 +14,6 @@ anticipation (`window_probabilities`). `load_inference(path)` gives the process'
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -24,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from models.cache import file_sha256
 from models.prefm.config import PreFMConfig
 
 log = logging.getLogger(__name__)
@@ -46,19 +46,13 @@ def split_outputs(outputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray]
     return current, future
 
 
-def checkpoint_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def exported_path(checkpoint: str | Path) -> Path:
     """Where the ONNX export of this checkpoint's contents lives (a new file when the checkpoint changes)."""
     from models.onnx_runtime import exported_file
 
-    return exported_file("prefm", checkpoint_sha256(checkpoint), EXPORT_VERSION)
+    return exported_file("prefm", file_sha256(checkpoint), EXPORT_VERSION)
 
 
 def _window_module(model: Any):

@@ -32,7 +32,7 @@ from torch import nn
 
 from models.layers.fan import FANEncoderLayer
 from models.trisense.config import TriSenseConfig
-from models.trisense.decode import SpanPrediction, temporal_iou
+from models.trisense.decode import SpanPrediction, decode_span_arrays, temporal_iou
 from models.trisense.features import MODALITIES
 
 __all__ = ["MODALITIES", "SpanPrediction", "TriSenseConfig", "TriSenseModel", "decode_spans", "temporal_iou"]
@@ -274,40 +274,10 @@ def grounding_loss(out: TriSenseOutput, spans: torch.Tensor, present: torch.Tens
 def decode_spans(
     out: TriSenseOutput, top_k: int = 5, max_span_s: int = 64, nms_iou: float = 0.5
 ) -> list[list[SpanPrediction]]:
-    """Best `top_k` spans per sample: candidates by `p_start(i) p_end(j)`, score = geometric mean of
-    that boundary confidence and the span's mean inside probability, then temporal NMS."""
-    results: list[list[SpanPrediction]] = []
-    for b in range(out.valid.shape[0]):
-        T = int(out.valid[b].sum())
-        if T == 0:
-            results.append([])
-            continue
-        ls = torch.log_softmax(out.start_logits[b, :T], -1)
-        le = torch.log_softmax(out.end_logits[b, :T], -1)
-        pin = torch.sigmoid(out.inside_logits[b, :T])
-        csum = torch.cat([pin.new_zeros(1), pin.cumsum(0)])
-        i = torch.arange(T).unsqueeze(1)
-        j = torch.arange(T).unsqueeze(0)
-        ok = (j >= i) & (j - i < max_span_s)
-        boundary = torch.exp((ls.unsqueeze(1) + le.unsqueeze(0)) / 2)
-        mean_inside = (csum[j + 1] - csum[i]) / (j - i + 1).float()
-        score = torch.sqrt(boundary * mean_inside).masked_fill(~ok, -1.0)
-        flat = score.flatten()
-        order = torch.argsort(flat, descending=True)
-        picked: list[SpanPrediction] = []
-        weights = out.step_weights[b, :T]
-        for idx in order[: max(64, top_k * 16)].tolist():
-            s, e = divmod(idx, T)
-            if flat[idx] < 0:
-                break
-            span = (float(s), float(e + 1))
-            if any(temporal_iou(span, (p.start, p.end)) > nms_iou for p in picked):
-                continue
-            w = weights[s : e + 1].mean(0)
-            total = float(w.sum())
-            w = w / total if total > 0 else w
-            picked.append(SpanPrediction(span[0], span[1], float(flat[idx]), tuple(float(x) for x in w)))
-            if len(picked) >= top_k:
-                break
-        results.append(picked)
-    return results
+    """Best `top_k` spans per sample (`decode.decode_span_arrays`, the one decoder, on this output's arrays)."""
+    def arr(t: torch.Tensor):
+        return t.detach().float().cpu().numpy()
+
+    return decode_span_arrays(arr(out.start_logits), arr(out.end_logits), arr(out.inside_logits),
+                              arr(out.step_weights), out.valid.cpu().numpy().astype(bool), top_k=top_k,
+                              max_span_s=max_span_s, nms_iou=nms_iou)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from models.cache import file_sha256
 from models.trisense.config import TriSenseConfig
 from models.trisense.decode import SpanPrediction, decode_span_arrays
 from models.trisense.features import MODALITIES
@@ -154,19 +155,11 @@ class OnnxBackend:
                                   np.asarray(valid, bool), top_k=top_k, max_span_s=max_span_s)
 
 
-def checkpoint_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def exported_files(checkpoint: str | Path) -> dict[str, Path]:
     """Where the three exports of this checkpoint live (new names whenever its bytes change)."""
     from models.onnx_runtime import exported_file
 
-    digest = checkpoint_sha256(Path(checkpoint))
+    digest = file_sha256(Path(checkpoint))
     return {part: exported_file(f"trisense-{part}", digest, EXPORT_VERSION) for part in PARTS}
 
 
