@@ -5,12 +5,10 @@ so they run on every frame and decide whether the costly models need to (`Motion
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from models.encoders.visual import VisualConfig
+from models.encoders.visual_config import VisualConfig
 
 TROUBLES = ("dark", "blurred", "covered", "frozen")
 COLOR_BINS = 8

@@ -21,15 +21,15 @@ import threading
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 
 from models.encoders import people
 from models.encoders.base import public_fields
 from models.encoders.detector import ObjectDetector
-from models.encoders.detectors import DEFAULT_DETECTOR, check_detector, make_detector
+from models.encoders.detectors import check_detector, make_detector
 from models.encoders.frame_stats import COLOR_BINS, THUMB, TROUBLES, FrameStats, MotionGate
+from models.encoders.visual_config import VisualConfig
 from models.encoders.weights import mediapipe_task
 from models.native_logs import QuietFirstCall, quiet_native_logs
 
@@ -40,28 +40,6 @@ NUM_COCO = 80
 POSE_DIMS = 8
 CAMERA_DIMS = 3 + len(TROUBLES)
 VISUAL_DIM = 2 * NUM_COCO + POSE_DIMS + 1 + 2 + CAMERA_DIMS + 3 * COLOR_BINS + THUMB * THUMB
-
-
-@dataclass
-class VisualConfig:
-    detector: str = DEFAULT_DETECTOR  # a name of models/encoders/detectors.py:DETECTOR_NAMES
-    yolo_size: int = 416  # network input side; 320 is ~40% cheaper and misses more small objects
-    yolo_conf: float = 0.25
-    yolo_nms: float = 0.45
-    pose: bool = True
-    num_poses: int = 2
-    faces: bool = True
-    num_faces: int = 4
-    thumb_side: int = 160  # width of the grey copy used for motion, cuts and camera checks
-    dark_level: float = 28.0  # mean luma below this: dark
-    covered_std: float = 7.0  # luma spread below this on a lit frame: something covers the lens
-    blur_level: float = 0.08  # Laplacian variance over luma variance below this: blurred
-    cut_distance: float = 0.2  # Bhattacharyya distance of colour histograms that counts as a cut
-    frozen_after_s: float = 2.0  # identical frames for this long: frozen
-    prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp), applied to every frame first
-    detect_every_frame: bool = False  # tracking: the detector on every sampled frame, not only the middle one
-    motion_gate: float | None = 0.002  # share of the picture that must move for the models to look again (None: always)
-    keepalive_s: float = 5.0  # on a still picture the models still look this often
 
 
 def _close_at_exit(obj) -> None:

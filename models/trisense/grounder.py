@@ -19,6 +19,7 @@ import numpy as np
 
 from models.trisense import SHIPPED_CHECKPOINT
 from models.trisense.baselines import TextMatchBaseline
+from models.trisense.checkpoint import load_checkpoint, save_checkpoint
 from models.trisense.config import TriSenseConfig
 from models.trisense.decode import SpanPrediction
 from models.trisense.evidence import batch_evidence, evidence_arrays
@@ -29,27 +30,9 @@ from models.trisense.moments import Answer, Moment, nms_moments
 from models.trisense.runtime import OnnxBackend, TorchBackend, load_backend
 from models.trisense.text import TextEncoder, default_text_encoder
 
-CHECKPOINT_FORMAT = "foresight-trisense-v1"
 FUSION_CANDIDATES = 10  # learned moments per query that the fusion may rescore
 
 __all__ = ["Answer", "ClipFeatures", "Grounder", "Moment", "load_checkpoint", "save_checkpoint"]
-
-
-def save_checkpoint(path: str | Path, model: Any, meta: dict | None = None) -> None:
-    """One `.pt` holding the config (plain dict), the weights and JSON-able metadata."""
-    import torch
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(
-        {
-            "format": CHECKPOINT_FORMAT,
-            "config": model.config.to_dict(),
-            "state_dict": model.state_dict(),
-            "meta": meta or {},
-        },
-        path,
-    )
 
 
 def fusion_path(checkpoint: str | Path) -> Path:
@@ -63,27 +46,6 @@ def load_fusion(checkpoint: str | Path) -> FusionConfig | None:
     if not path.is_file():
         return None
     return FusionConfig.from_dict(json.loads(path.read_text())["fusion"])
-
-
-def load_checkpoint(path: str | Path) -> tuple[Any, dict]:
-    """Rebuild the torch model from a checkpoint written by `save_checkpoint` (loaded with weights_only=True)."""
-    import torch
-
-    from models.trisense.modeling_trisense import TriSenseModel
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise ValueError(f"{path} is not a readable torch checkpoint: {exc}") from exc
-    if not isinstance(blob, dict) or blob.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} is not a TriSense grounder checkpoint")
-    model = TriSenseModel(TriSenseConfig.from_dict(blob["config"]))
-    model.load_state_dict(blob["state_dict"])
-    model.eval()
-    return model, dict(blob.get("meta", {}))
 
 
 class Grounder:

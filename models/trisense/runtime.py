@@ -129,7 +129,7 @@ class OnnxBackend:
         """The torch model of the same checkpoint (training, benchmarks), loaded on first use."""
         with self._lock:
             if self._model is None:
-                from models.trisense.grounder import load_checkpoint
+                from models.trisense.checkpoint import load_checkpoint
 
                 self._model = load_checkpoint(self.checkpoint)[0]
             return self._model
@@ -286,7 +286,7 @@ def export_onnx(model: Any, meta: dict, files: dict[str, Path], what: str = "gro
 def load_backend(checkpoint: str | Path) -> OnnxBackend | TorchBackend:
     """The checkpoint's network: ONNX Runtime (exporting it the first time on this machine) unless
     `FORESIGHT_GROUNDER=torch` or that fails; a checkpoint that cannot be read is an error either way."""
-    from models.trisense.grounder import load_checkpoint
+    from models.trisense.checkpoint import load_checkpoint
 
     path = Path(checkpoint)
     if not path.is_file():

@@ -27,12 +27,9 @@ from __future__ import annotations
 import io
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pipelines.stages.record import Second
-
-if TYPE_CHECKING:
-    from pipelines.sinks.store import Store
 
 KINDS = ("alert", "watch", "crossing", "loiter", "event")
 COOLDOWN_S = 60.0
@@ -148,11 +145,17 @@ def thumbnail(jpeg: bytes | None, width: int = THUMB_WIDTH) -> bytes | None:
     return out.getvalue()
 
 
+class CardStore(Protocol):
+    """Where the writer puts cards: the store (`review_store.ReviewCards`), named here by what it does."""
+
+    def add_or_merge_card(self, card: Card, cooldown_s: float = COOLDOWN_S) -> object: ...
+
+
 class ReviewWriter:
     """The sink's side of the feed: each second's cards, with the thumbnail of the latest picture (the
     second's own, or the last one seen: the sink's `picture`), into `store.add_or_merge_card`."""
 
-    def __init__(self, store: Store, job_id: str, source: str, cooldown_s: float = COOLDOWN_S):
+    def __init__(self, store: CardStore, job_id: str, source: str, cooldown_s: float = COOLDOWN_S):
         self.store, self.job_id, self.source, self.cooldown_s = store, job_id, source, cooldown_s
 
     def write(self, record: Second, picture: bytes | None = None) -> list[Card]:
