@@ -56,9 +56,8 @@ def test_upload_analysis_screenshot_shows_timeline(dashboard, demo_clip, tmp_pat
         b.call("Page.navigate", url=url)
         slider = "[data-testid=stSlider] input[type=range]"
         b.wait_for(f"document.querySelector({slider!r}) !== null", 90, "the safety slider")
-        assert "Object detector" in b.js("document.body.innerText")  # the sidebar's --detector, at its default
-        assert b.js("[...document.querySelectorAll('[data-testid=stSelectbox]')].some(e => "
-                    "e.innerText.includes('Object detector') && e.innerText.includes('ssd-mobilenetv2'))")
+        detector = "input[aria-label='Object detector']"  # the sidebar's --detector, at its default
+        b.wait_for(f"document.querySelector({detector!r})?.value === 'ssd-mobilenetv2'", 30, "the detector box")
         b.press(slider, "Home", 36)  # the most watchful threshold: the demo then raises an alert
         b.wait_for(f"document.querySelector({slider!r}).value === '0.05' && " + has_text("0.05"), 30,
                    "the safety threshold at 0.05")

@@ -52,8 +52,14 @@ def test_failed_stream_says_why_with_a_hint(dashboard, tmp_path):
         text = b.js("document.body.innerText")
         shot = tmp_path / "failed.png"
         b.screenshot(shot)
-        b.wait_for(click("Dismiss"), 30, "the Dismiss button")
-        b.wait_for("!" + has_text("connection refused"), 60, "the failed stream to go")
+        for attempt in range(3):  # a click that lands while the page reruns is dropped: click again
+            b.wait_for(click("Dismiss") + " || !" + has_text("connection refused"), 30, "the Dismiss button")
+            try:
+                b.wait_for("!" + has_text("connection refused"), 20, "the failed stream to go")
+                break
+            except TimeoutError:
+                if attempt == 2:
+                    raise
     assert "127.0.0.1" in text and "failed" in text
     check_png(shot)
     keep_screenshot(shot, "dashboard-failed-stream.png")
