@@ -25,6 +25,7 @@ from tests.helpers.dashboard import (
     browser,
     check_png,
     click,
+    click_until,
     dashboard_server,
     has_text,
     keep_screenshot,
@@ -52,14 +53,7 @@ def test_failed_stream_says_why_with_a_hint(dashboard, tmp_path):
         text = b.js("document.body.innerText")
         shot = tmp_path / "failed.png"
         b.screenshot(shot)
-        for attempt in range(3):  # a click that lands while the page reruns is dropped: click again
-            b.wait_for(click("Dismiss") + " || !" + has_text("connection refused"), 30, "the Dismiss button")
-            try:
-                b.wait_for("!" + has_text("connection refused"), 20, "the failed stream to go")
-                break
-            except TimeoutError:
-                if attempt == 2:
-                    raise
+        click_until(b, "Dismiss", "!" + has_text("connection refused"), "the failed stream to go")
     assert "127.0.0.1" in text and "failed" in text
     check_png(shot)
     keep_screenshot(shot, "dashboard-failed-stream.png")
@@ -383,9 +377,8 @@ def test_the_recordings_scrubber_plays_from_a_wall_clock_time(live, tmp_path):
     b.wait_for("document.querySelector(\"input[aria-label='Jump to (HH:MM:SS)']\") !== null", 30, "the jump box")
     b.type_into("input[aria-label='Jump to (HH:MM:SS)']", at)
     before = b.js(VIDEO_SRCS)
-    b.wait_for(click("Play from there"), 30, "the Play from there button")
     try:
-        b.wait_for(has_text(f"playing the recording from {at} (stream time "), 60, "the jump's clip")
+        click_until(b, "Play from there", has_text(f"playing the recording from {at} (stream time "), "the jump's clip")
     except TimeoutError:
         raise AssertionError(page_text(b)) from None
     playing_video(b, before, "the jump's clip")

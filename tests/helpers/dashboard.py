@@ -78,6 +78,19 @@ def click(label: str, selector: str = "button") -> str:
             f"{label!r} && !x.disabled); if (b) {{ b.click(); return true; }} return false; }})()")
 
 
+def click_until(b, label: str, done: str, what: str, tries: int = 3, wait_s: float = 20) -> None:
+    """Click the `label` button until the JS condition `done` holds: a click that lands while the page reruns
+    (a loaded machine; a text box committing on Enter) is dropped by Streamlit, so it is made again."""
+    for attempt in range(tries):
+        b.wait_for(click(label) + " || " + done, 30, f"the {label} button")
+        try:
+            b.wait_for(done, wait_s, what)
+            return
+        except TimeoutError:
+            if attempt == tries - 1:
+                raise
+
+
 def keep_screenshot(shot: Path, name: str, width: int = 900) -> None:
     """`FORESIGHT_DASHBOARD_DOCS=docs/img pytest ...` keeps the tests' screenshots there for the docs: cut below
     the last content of the main column, `width` pixels wide, 64 colours (a few tens of kB each)."""
