@@ -23,6 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from models.trisense.metrics import temporal_iou as iou  # noqa: E402
+
 RATE = 16_000
 SENTENCES = ("Good morning, the delivery will arrive after lunch today.",
              "Please turn off the oven before you go to bed.",
@@ -64,12 +66,6 @@ def build(path: Path) -> dict:
 
     write_clip(path, ClipSpec(duration, 25.0, 640, 360, frame, track))
     return {"duration": duration, "speech": speech, "sounds": sounds}
-
-
-def iou(a: tuple[float, float], b: tuple[float, float]) -> float:
-    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
-    union = max(a[1], b[1]) - min(a[0], b[0])
-    return inter / union if union > 0 else 0.0
 
 
 def segment_f1(pred: list[tuple[float, float]], truth: list[tuple[float, float]], thr: float = 0.5) -> float:

@@ -22,7 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from models import prefm  # noqa: E402
+from models import checkpoints, prefm  # noqa: E402
 from models.prefm.modeling_prefm import PreFM, PreFMConfig, preset  # noqa: E402
 from models.prefm.online import OnlineParser, clap_frame_bounds  # noqa: E402
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     rows = []
-    shipped = PreFMConfig.from_dict(torch.load(SHIPPED, weights_only=True)["config"]) if SHIPPED.is_file() else None
+    shipped = PreFMConfig.from_dict(checkpoints.read(SHIPPED)["config"]) if SHIPPED.is_file() else None
     configs = {name: preset(name) for name in ("paper_avvp", "paper_avel", "small")}
     if shipped is not None:  # the shipped default: small, real input sizes, recency encodings
         configs["shipped"] = shipped

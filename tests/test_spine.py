@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from models.trisense.metrics import temporal_iou as iou
 from tests.helpers.cli import run_cli
 from training.media.synth import DEMO_TEXT
 
@@ -20,11 +21,6 @@ def wer(ref: list[str], hyp: list[str]) -> float:
         for j, h in enumerate(hyp, 1):
             prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r != h))
     return d[-1] / len(ref)
-
-
-def iou(a: tuple[float, float], b: tuple[float, float]) -> float:
-    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
-    return inter / (max(a[1], b[1]) - min(a[0], b[0]))
 
 
 def test_cli_analyze_demo_clip_end_to_end(tmp_path, demo_clip):

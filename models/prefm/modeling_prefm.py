@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from models import checkpoints
 from models.layers.fan import make_attention
 from models.prefm.config import AUDIO_RATES as AUDIO_RATES  # re-exported: callers import them from here
 from models.prefm.config import CHECKPOINT_FORMAT, PreFMConfig
@@ -303,17 +304,9 @@ def probabilities(logits: torch.Tensor, task: str) -> dict[str, torch.Tensor]:
 
 def load_checkpoint(path: str | Path, map_location: str = "cpu") -> tuple[PreFM, PreFMConfig, dict[str, Any]]:
     """Model (in eval mode), config and metadata of a PreFM checkpoint (`online.save_checkpoint` writes them)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint not found: {path}")
-    try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as exc:  # a corrupt file or a pickle with objects weights_only refuses
-        raise ValueError(f"{path}: not a loadable PreFM checkpoint ({type(exc).__name__})") from exc
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path}: not a {CHECKPOINT_FORMAT} checkpoint")
+    payload = checkpoints.read(path, CHECKPOINT_FORMAT, "PreFM checkpoint")
     config = PreFMConfig.from_dict(payload["config"])
     model = PreFM(config)
     model.load_state_dict(payload["state_dict"])
-    model.eval()
+    model.to(map_location).eval()
     return model, config, dict(payload.get("meta", {}))

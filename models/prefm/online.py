@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from models import checkpoints
 from models.events import Event, EventTracker
 from models.prefm.config import CHECKPOINT_FORMAT, PreFMConfig
 from models.prefm.runtime import as_runner, load_inference
@@ -304,12 +305,11 @@ class OnlineParser:
 
 
 def save_checkpoint(path: str | Path, model: PreFM, config: PreFMConfig, meta: dict[str, Any] | None = None) -> Path:
-    import torch
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": CHECKPOINT_FORMAT, "config": config.to_dict(),
                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                "meta": dict(meta or {})}
-    torch.save(payload, path)
+    checkpoints.write(payload, path)
     return path

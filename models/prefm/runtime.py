@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from models import checkpoints
 from models.cache import file_sha256
 from models.prefm.config import PreFMConfig
 
@@ -220,7 +221,5 @@ def checkpoint_info(path: str | Path) -> tuple[PreFMConfig, dict[str, Any]]:
     if os.environ.get("FORESIGHT_PREFM", "onnx") != "torch" and exported_path(path).is_file():
         runner = load_inference(path)
         return runner.config, runner.meta
-    import torch
-
-    payload = torch.load(path, map_location="cpu", weights_only=True)
+    payload = checkpoints.read(path, what="PreFM checkpoint")
     return PreFMConfig.from_dict(payload["config"]), dict(payload.get("meta") or {})

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.trisense.metrics import temporal_iou
+
 
 @dataclass
 class SpanPrediction:
@@ -16,12 +18,6 @@ class SpanPrediction:
     end: float
     score: float
     weights: tuple[float, float, float]
-
-
-def temporal_iou(a: tuple[float, float], b: tuple[float, float]) -> float:
-    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
-    union = max(a[1], b[1]) - min(a[0], b[0])
-    return inter / union if union > 0 else 0.0
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import numpy as np
-import torch
 
+from models import checkpoints
 from training.corpus.layout import load_truths
 
 
@@ -42,11 +42,11 @@ def coverage(corpus_root: str | Path, train_ids: list[str], class_names: list[st
 
 def stamp_coverage(checkpoint: str | Path, corpus_root: str | Path) -> dict[str, list[str]]:
     """Add `meta["covers"]` to a shipped checkpoint from its own corpus stamp's training clips."""
-    payload = torch.load(Path(checkpoint), map_location="cpu", weights_only=True)
+    payload = checkpoints.read(checkpoint)
     meta = dict(payload.get("meta") or {})
     meta["covers"] = coverage(corpus_root, meta["corpus"]["train_ids"], payload["config"]["class_names"])
     payload["meta"] = meta
-    torch.save(payload, Path(checkpoint))
+    checkpoints.write(payload, checkpoint)
     return meta["covers"]
 
 
@@ -54,17 +54,15 @@ def ship(src: str | Path, dst: str | Path, stamp: dict, extra: dict | None = Non
          corpus_root: str | Path | None = None) -> Path:
     """Copy checkpoint `src` to `dst` with `meta["corpus"] = stamp` (and `extra` merged into meta); with
     `corpus_root`, also the classes its training clips cover (`meta["covers"]`)."""
-    payload = torch.load(Path(src), map_location="cpu", weights_only=True)
-    if not isinstance(payload, dict) or "state_dict" not in payload:
+    payload = checkpoints.read(src)
+    if "state_dict" not in payload:
         raise ValueError(f"{src}: not a checkpoint with a state_dict")
     payload["meta"] = {**dict(payload.get("meta") or {}), **(extra or {}), "corpus": stamp}
     state = payload["state_dict"]
     size_mb = sum(v.numel() * v.element_size() for v in state.values()) / 2 ** 20
     if size_mb > max_mb:
         payload["state_dict"] = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
-    dst = Path(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(payload, dst)
+    dst = checkpoints.write(payload, dst)
     if corpus_root is not None and "class_names" in payload.get("config", {}):
         stamp_coverage(dst, corpus_root)
     return dst

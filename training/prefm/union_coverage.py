@@ -18,6 +18,8 @@ import json
 import sys
 from pathlib import Path
 
+from models import checkpoints
+
 MODALITIES = ("audio", "visual")
 
 
@@ -33,16 +35,12 @@ def choose_covers(union: dict, tags: dict, trained: dict[str, list[str]]) -> dic
 
 def restamp(src: str | Path, dst: str | Path, covers: dict[str, list[str]], evidence: dict) -> Path:
     """Copy checkpoint `src` to `dst` with `covers` as its coverage and the evidence for the choice."""
-    import torch
-
-    payload = torch.load(Path(src), map_location="cpu", weights_only=True)
+    payload = checkpoints.read(src)
     meta = dict(payload.get("meta") or {})
     meta["covers"] = {m: list(covers.get(m, [])) for m in MODALITIES}
     meta["covers_chosen"] = evidence
     payload["meta"] = meta
-    Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    torch.save(payload, Path(dst))
-    return Path(dst)
+    return checkpoints.write(payload, dst)
 
 
 def main(argv: list[str] | None = None) -> int:
