@@ -140,8 +140,8 @@ def test_udp_transport_answers_point_rtp_at_the_checked_address():
         relay.close()
 
 
-def test_guarded_rtsp_over_tcp_decodes_through_the_relay(rtsp_tcp_server):
-    container = open_container(parse_source(rtsp_tcp_server, "tcp", guard=LOOPBACK), 10, 10)
+def assert_decodes_five_frames(container) -> None:
+    """Five pictures come through the container (then it is closed)."""
     try:
         frames = 0
         for frame in container.decode(video=0):
@@ -151,6 +151,11 @@ def test_guarded_rtsp_over_tcp_decodes_through_the_relay(rtsp_tcp_server):
         assert frames == 5
     finally:
         container.close()
+
+
+def test_guarded_rtsp_over_tcp_decodes_through_the_relay(rtsp_tcp_server):
+    container = open_container(parse_source(rtsp_tcp_server, "tcp", guard=LOOPBACK), 10, 10)
+    assert_decodes_five_frames(container)
 
 
 def test_guarded_rtsp_over_udp_decodes_through_the_relay(rtsp_server):
@@ -163,15 +168,7 @@ def test_guarded_rtsp_over_udp_decodes_through_the_relay(rtsp_server):
             if "404" not in str(exc) or time.time() > deadline:
                 raise
             time.sleep(0.5)
-    try:
-        frames = 0
-        for frame in container.decode(video=0):
-            frames += frame.width > 0
-            if frames >= 5:
-                break
-        assert frames == 5
-    finally:
-        container.close()
+    assert_decodes_five_frames(container)
 
 
 def test_a_refused_camera_port_says_connection_refused():
