@@ -96,3 +96,19 @@ def test_polish_refits_a_prefm_head_and_leaves_the_rest_alone():
     history = polish(model.head.parameters(), loss_fn, max_steps=30, tolerance=1e-6)
     assert float(loss_fn().detach()) < before and history[-1].grad_norm < 1e-4
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in frozen.items())
+
+
+def test_oracle_calls_count_every_gradient_hvp_and_line_search_evaluation():
+    x = rosenbrock_start(6).requires_grad_(True)
+    calls = {"n": 0}
+
+    def f() -> torch.Tensor:
+        calls["n"] += 1
+        return rosenbrock(x)
+
+    opt = ARNCG([x])
+    for _ in range(5):
+        opt.step(f)
+    counted = opt.oracle_calls
+    assert counted["gradient"] == 5 and counted["gradient"] + counted["function"] == calls["n"]
+    assert counted["hvp"] >= sum(h.cg_iterations for h in opt.history) > 0

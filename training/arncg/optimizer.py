@@ -71,6 +71,9 @@ class ARNCG(torch.optim.Optimizer):
             raise ValueError("ARNCG treats all parameters as one vector: pass a single parameter group")
         self.M = M0
         self.history: list[StepRecord] = []
+        # Oracle calls, the budget baselines are matched on: gradients (with the graph for HVPs), Hessian-vector
+        # products, and loss-only evaluations of the line searches.
+        self.oracle_calls = {"gradient": 0, "hvp": 0, "function": 0}
         self._prev: tuple[float, float] | None = None  # (|g|, min |g|) at the previous iteration
         self._pending: tuple[float, float, float] | None = None  # (f_old, omega, pl) of an alpha=1 step
 
@@ -93,6 +96,7 @@ class ARNCG(torch.optim.Optimizer):
         with torch.enable_grad():
             loss = closure()
             grads = torch.autograd.grad(loss, params, create_graph=True)
+        self.oracle_calls["gradient"] += 1
         g = torch.cat([gr.reshape(-1) for gr in grads]).detach()
         f, norm_g = float(loss.detach()), float(g.norm())
         prev_g, prev_min = self._prev or (norm_g, norm_g)
@@ -112,6 +116,7 @@ class ARNCG(torch.optim.Optimizer):
             return loss.detach()
 
         def hvp(v: torch.Tensor) -> torch.Tensor:
+            self.oracle_calls["hvp"] += 1
             chunks, start = [], 0
             for p in params:
                 chunks.append(v[start:start + p.numel()].view_as(p))
@@ -153,6 +158,7 @@ class ARNCG(torch.optim.Optimizer):
         while alpha > o["min_alpha"]:
             self._set(params, x0 + scale * alpha * d)
             f_new = float(closure().detach())
+            self.oracle_calls["function"] += 1
             if accept(scale * alpha, f_new):
                 return scale * alpha, f_new, True
             alpha *= o["beta"]
