@@ -33,6 +33,7 @@ class SpiceConfig:
     n_experts: int = 4
     top_k: int = 2
     tau: float = 1.0
+    couple: bool = True  # False: no cross-conformer integration (GIN + attention); conformers encoded alone
 
 
 class Spice(nn.Module):
@@ -72,6 +73,9 @@ class Spice(nn.Module):
             ex, ev = self.norm_x[i](x + h), self.norm_v[i](v + dv)
             mx, v, s = self.moe[i](ex, ev, g)
             scores.append(s)
+            if not self.cfg.couple:  # the ablation baseline: each conformer encoded on its own
+                x = mx
+                continue
             topo = self.topo[i]((mx * keep).mean(1), adj)                   # cross-conformer integration
             x = self.attend[i](topo.unsqueeze(1).expand_as(ex), ex, mask)  # hierarchical ensemble encoding
         return x * keep, v * keep.unsqueeze(-1), scores
