@@ -40,6 +40,7 @@ class Config:
     code_bias: float = -2.0
     allow_code: bool = True
     scale_by_std: bool = True
+    call_cost: float = 0.0  # subtracted from the training reward per tool call (0: calls are free, as in the paper)
 
 
 class CachedRunner:
@@ -129,7 +130,7 @@ def train(train_set: list[Episode], run: Callable[..., ExecResult], config: Conf
         intents, contexts = prepare(episodes)
         trajs = rollout(policy, intents, contexts, run, max_calls=config.max_calls, window=config.window,
                         allow_code=config.allow_code, generator=gen)
-        rewards = _rewards(trajs, episodes)
+        rewards = _rewards(trajs, episodes) - config.call_cost * torch.tensor([float(t.calls) for t in trajs])
         loss = grpo_loss(trajs, rewards, config.group, config.entropy, config.scale_by_std)
         opt.zero_grad()
         loss.backward()
