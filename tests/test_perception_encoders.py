@@ -346,3 +346,19 @@ def test_audio_stage_with_the_speech_stage_vad_gives_the_vectors_of_its_own_vad(
         assert np.array_equal(shared["vector"], own.vector(alone)), seg.index
         speaking += alone["speech_prob"] > 0.5
     assert speaking >= 3  # the demo clip speaks from 1 s on: the vector's speech part is exercised
+
+
+def test_the_encoder_version_names_the_detector_and_the_motion_gate():
+    """Cached features are keyed by the encoder version: another detector or gate must not reuse them."""
+    from dataclasses import replace
+
+    from models.encoders.embedded import EmbeddedEncoder
+    from models.encoders.visual_config import VisualConfig
+
+    def version(**changes) -> str:
+        return EmbeddedEncoder(replace(VisualConfig(), **changes), audio_enabled=False, visual_enabled=False).version
+
+    versions = {version(), version(detector="yolov3-tiny"), version(detector="nanodet"), version(motion_gate=None),
+                version(detector="yolov3-tiny", motion_gate=None)}
+    assert len(versions) == 5
+    assert "|det-" not in version(detector="yolov3-tiny", motion_gate=None)  # the caches made before either existed

@@ -34,6 +34,12 @@ class EmbeddedEncoder:
             self.version += f"|yamnet-{self.audio.tagger.model}"  # w8a8 keeps the version its caches were made with
         if self.visual is not None and self.visual.prompt is not None:
             self.version += f"|prompt{self.visual.prompt.digest}"
+        # The detector's counts and the motion gate change the visual vector: a cache made with YOLOv3-tiny and no
+        # gate (the versions before either existed) must not be reused for another detector or a gated encoding.
+        if v.detector != "yolov3-tiny":
+            self.version += f"|det-{v.detector}"
+        if v.motion_gate is not None:
+            self.version += f"|gate{v.motion_gate:g}x{v.keepalive_s:g}"
 
     def reset(self) -> None:
         for part in (self.audio, self.visual):

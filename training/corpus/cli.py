@@ -18,6 +18,27 @@ import sys
 import time
 
 
+def _visual_config(detector: str | None, motion_gate: float | None):
+    """The picture models' settings when a flag departs from the app's defaults, else None (the defaults)."""
+    if detector is None and motion_gate is None:
+        return None
+    from dataclasses import replace
+
+    from models.encoders.detectors import DETECTOR_NAMES
+    from models.encoders.visual_config import VisualConfig
+
+    if detector is not None and detector not in DETECTOR_NAMES:
+        raise ValueError(f"--detector: unknown detector {detector!r}; choose one of {', '.join(DETECTOR_NAMES)}")
+    if motion_gate is not None and not 0 <= motion_gate <= 1:
+        raise ValueError(f"--motion-gate: a share of the picture in [0, 1], got {motion_gate}")
+    config = VisualConfig()
+    if detector is not None:
+        config = replace(config, detector=detector)
+    if motion_gate is not None:
+        config = replace(config, motion_gate=motion_gate or None)
+    return config
+
+
 def build_main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="foresight train corpus", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="corpus folder (large; keep it out of git, e.g. data/corpus)")
@@ -33,6 +54,10 @@ def build_main(argv: list[str] | None = None) -> int:
                    help="3 = real recordings and photos from packages, split by source file (training/corpus/"
                         "compose_v3.py), with YAMNet teacher features; 4 = the same over the second source round "
                         "too (docs/corpus.md); default: v1/v2 as --scripts says")
+    p.add_argument("--detector", default=None, metavar="NAME",
+                   help="the COCO detector whose counts go into the visual features (default: the app's)")
+    p.add_argument("--motion-gate", type=float, default=None, metavar="SHARE",
+                   help="the picture models' motion gate (default: the app's; 0 = look at every second)")
     p.add_argument("--no-features", action="store_true", help="compose only, do not run the encoders")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
@@ -43,6 +68,7 @@ def build_main(argv: list[str] | None = None) -> int:
     try:
         if a.clips < 2:
             raise ValueError("--clips must be at least 2")
+        visual = _visual_config(a.detector, a.motion_gate)
         t0 = time.time()
         if a.version in (3, 4):
             from training.corpus.compose_v3 import compose_corpus_v3
@@ -55,7 +81,7 @@ def build_main(argv: list[str] | None = None) -> int:
               f"{sum(len(t.queries) for t in truths)} queries in {time.time() - t0:.0f} s")
         if not a.no_features:
             t1 = time.time()
-            lengths = encode_corpus(a.out, asr=a.asr or None, progress=not a.quiet)
+            lengths = encode_corpus(a.out, asr=a.asr or None, progress=not a.quiet, visual=visual)
             print(f"encoded {len(lengths)} clips ({sum(lengths.values())} s) in {time.time() - t1:.0f} s")
             if a.version in (3, 4):
                 from training.corpus.teacher import write_teachers

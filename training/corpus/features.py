@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.encoders.visual_config import VisualConfig
 from models.events import EventTracker
 from models.trisense.features import ClipFeatures
 from pipelines.sinks.feature_cache import FeatureCache
@@ -49,13 +50,13 @@ def second_labels_of(seconds: list[dict]) -> list[dict]:
 class CorpusEncoder:
     """The embedded encoder, the ASR model and MiniLM, loaded once for the whole corpus."""
 
-    def __init__(self, asr: str | None = "tiny.en") -> None:
+    def __init__(self, asr: str | None = "tiny.en", visual: VisualConfig | None = None) -> None:
         import torch
 
         from models.encoders.registry import get_encoder
 
         torch.set_num_threads(1)
-        self.encoder = get_encoder("embedded")
+        self.encoder = get_encoder("embedded", visual=visual)
         self.recognizer = None
         if asr:
             from models.audio.asr import make_recognizer
@@ -80,13 +81,15 @@ class CorpusEncoder:
         return features
 
 
-def encode_corpus(root: str | Path, asr: str | None = "tiny.en", progress: bool = True) -> dict[str, int]:
-    """Encode all clips under `root`; returns the encoded number of seconds per clip id."""
+def encode_corpus(root: str | Path, asr: str | None = "tiny.en", progress: bool = True,
+                  visual: VisualConfig | None = None) -> dict[str, int]:
+    """Encode all clips under `root` (with the app's default picture models unless `visual` says otherwise, e.g.
+    another detector to feed a model the features it was trained on); returns the encoded seconds per clip id."""
     root = Path(root)
     truths = load_truths(root)
     if not truths:
         raise FileNotFoundError(f"no clips in {root}/truth")
-    enc = CorpusEncoder(asr)
+    enc = CorpusEncoder(asr, visual)
     lengths: dict[str, int] = {}
     t0 = time.time()
     try:
