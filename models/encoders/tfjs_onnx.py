@@ -134,6 +134,11 @@ def _pads(node: dict) -> dict:
     return {}
 
 
+def _fused_ops(node: dict) -> list[str]:
+    """The activations etc. grappler fused into a convolution (`_FusedConv2D`: ['BiasAdd', 'Relu'])."""
+    return [base64.b64decode(s).decode() for s in node.get("attr", {}).get("fused_ops", {}).get("list", {}).get("s", [])]
+
+
 def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
     op, name = node["op"], node["name"]
     nhwc = _attr(node, "data_format", "NHWC") == "NHWC"
@@ -146,15 +151,32 @@ def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
         b.add("LeakyRelu", [ins[0]], [out], alpha=_attr(node, "alpha", 0.2))
     elif op == "Relu6":
         b.add("Clip", [ins[0], b.const(np.float32(0), name), b.const(np.float32(6), name)], [out])
-    elif op in ("Conv2D", "DepthwiseConv2dNative"):
+    elif op in ("Conv2D", "DepthwiseConv2dNative", "_FusedConv2D", "FusedDepthwiseConv2dNative"):
         w = b.consts[ins[1]]  # HWIO (depthwise: H, W, in, multiplier)
-        depthwise = op == "DepthwiseConv2dNative"
+        depthwise = "Depthwise" in op
+        fused = _fused_ops(node) if op.startswith(("_Fused", "Fused")) else []
+        if fused and (fused[0] != "BiasAdd" or fused[1:] not in ([], ["Relu"], ["Relu6"])):
+            raise ValueError(f"{name}: fused ops {fused} are not covered by the converter")
         oihw = w.reshape(*w.shape[:2], 1, -1) if depthwise else w
-        weight = b.const(np.ascontiguousarray(oihw.transpose(3, 2, 0, 1)), name)
+        weight = [b.const(np.ascontiguousarray(oihw.transpose(3, 2, 0, 1)), name)]
+        if fused:
+            weight.append(b.use(ins[2]))
         kw = {"strides": _spatial(node, "strides"), "dilations": _spatial(node, "dilations"), **_pads(node)}
         if depthwise:
             kw["group"] = int(w.shape[2])
-        wrap(ins[0], out, lambda x: b.add("Conv", [x, weight], kernel_shape=list(w.shape[:2]), **kw))
+
+        def conv(x: str) -> str:
+            y = b.add("Conv", [x, *weight], kernel_shape=list(w.shape[:2]), **kw)
+            if fused[1:] == ["Relu"]:
+                return b.add("Relu", [y])
+            if fused[1:] == ["Relu6"]:
+                return b.add("Clip", [y, b.const(np.float32(0), name), b.const(np.float32(6), name)])
+            return y
+
+        wrap(ins[0], out, conv)
+    elif op == "Mean":
+        axes = [int(a) for a in b.consts[ins[1]].reshape(-1)]
+        b.add("ReduceMean", [ins[0]], [out], axes=axes, keepdims=int(_attr(node, "keep_dims", False)))
     elif op in ("MaxPool", "AvgPool"):
         kw = {"kernel_shape": _spatial(node, "ksize"), "strides": _spatial(node, "strides"), **_pads(node)}
         onnx_op = "MaxPool" if op == "MaxPool" else "AveragePool"
@@ -206,16 +228,33 @@ def _dims(shape: dict) -> list[int | None] | None:
     return [int(d["size"]) if int(d.get("size", -1)) >= 0 else None for d in shape.get("dim", [])]
 
 
-def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx"):
+def _needed(nodes: list[dict], outputs: list[str]) -> set[str]:
+    """The names of the nodes the tensors `outputs` depend on."""
+    inputs = {n["name"]: n.get("input", []) for n in nodes}
+    seen: set[str] = set()
+    todo = list(outputs)
+    while todo:
+        name = todo.pop().lstrip("^").split(":")[0]
+        if name not in seen:
+            seen.add(name)
+            todo += inputs[name]
+    return seen
+
+
+def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx", outputs: list[str] | None = None):
     """The ONNX ModelProto of a TFJS graph model: inputs and outputs by the signature's names without ':0'
-    (float32; the input shapes as declared)."""
+    (float32; the input shapes as declared); `outputs` (signature names) keeps only those and what they need."""
     from onnx import TensorProto, checker, helper, numpy_helper
 
     model, consts = read_tfjs(model_json)
     b = _Builder(dict(consts))
     inputs = []
-    for node in model["modelTopology"]["node"]:
+    nodes = model["modelTopology"]["node"]
+    needed = _needed(nodes, outputs) if outputs else {n["name"] for n in nodes}
+    for node in nodes:
         op, name = node["op"], node["name"]
+        if name not in needed:
+            continue
         ins = [_ref(i) for i in node.get("input", []) if not i.startswith("^")]
         if op == "Const":
             if name not in b.consts:
@@ -230,11 +269,12 @@ def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx"):
                 b.consts[name] = folded
                 continue
         _emit(b, node, ins, name)
-    sig = model.get("signature", {}).get("outputs") or {model["modelTopology"]["node"][-1]["name"]: {}}
-    outputs = [helper.make_tensor_value_info(_ref(k), TensorProto.FLOAT, _dims(v.get("tensorShape", {})))
-               for k, v in sorted(sig.items())]
+    sig = model.get("signature", {}).get("outputs") or {nodes[-1]["name"]: {}}
+    sig = {k: v for k, v in sig.items() if not outputs or k in outputs}
+    outs = [helper.make_tensor_value_info(_ref(k), TensorProto.FLOAT, _dims(v.get("tensorShape", {})))
+            for k, v in sorted(sig.items())]
     inits = [numpy_helper.from_array(v, n) for n, v in b.inits.items()]
-    graph = helper.make_graph(b.nodes, Path(model_json).stem, inputs, outputs, inits)
+    graph = helper.make_graph(b.nodes, Path(model_json).stem, inputs, outs, inits)
     proto = helper.make_model(graph, producer_name=producer, opset_imports=[helper.make_opsetid("", OPSET)])
     proto.ir_version = 8
     checker.check_model(proto)
