@@ -192,11 +192,11 @@ def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
             mode = "align_corners"
         else:
             mode = "half_pixel" if _attr(node, "half_pixel_centers", False) else "asymmetric"
-        hw = b.consts[ins[1]].astype(np.int64).reshape(2)
+        hw = b.const(b.consts[ins[1]].astype(np.int64).reshape(2), name) if ins[1] in b.consts else ins[1]
 
         def resize(x: str) -> str:
             nc = b.add("Slice", [b.add("Shape", [x]), b.const(np.array([0]), name), b.const(np.array([2]), name)])
-            sizes = b.add("Concat", [nc, b.const(hw, name)], axis=0)
+            sizes = b.add("Concat", [nc, hw], axis=0)
             return b.add("Resize", [x, "", "", sizes], mode="linear", coordinate_transformation_mode=mode)
 
         b.nhwc(ins[0], out, resize)
@@ -213,6 +213,26 @@ def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
             b.add("Split", [ins[0], b.const(sizes, name)], outs, axis=int(b.consts[ins[2]]))
         else:
             b.add("Split", [ins[1]], outs, axis=int(b.consts[ins[0]]))
+    elif op == "Shape":  # of a tensor in TF's layout, as int64 (every int tensor of ours is)
+        b.add("Shape", [ins[0]], [out])
+    elif op == "Cast":
+        b.add("Cast", [ins[0]], [out], to=1 if node["attr"]["DstT"]["type"] == "DT_FLOAT" else 7)  # FLOAT / INT64
+    elif op == "StridedSlice":
+        begin, end, step = (b.consts[i].astype(np.int64).reshape(-1) for i in ins[1:4])
+        masks = {k: _attr(node, k, 0) for k in ("begin_mask", "end_mask", "shrink_axis_mask", "new_axis_mask",
+                                               "ellipsis_mask")}
+        if masks["new_axis_mask"] or masks["ellipsis_mask"]:
+            raise ValueError(f"{name}: StridedSlice with new-axis or ellipsis masks is not supported")
+        big = np.iinfo(np.int64).max
+        begin = np.array([0 if masks["begin_mask"] >> i & 1 else v for i, v in enumerate(begin)], np.int64)
+        end = np.array([big if masks["end_mask"] >> i & 1 else v for i, v in enumerate(end)], np.int64)
+        shrink = [i for i in range(len(begin)) if masks["shrink_axis_mask"] >> i & 1]
+        end[shrink] = begin[shrink] + 1
+        args = [ins[0], *(b.const(v, name) for v in (begin, end, np.arange(len(begin)), step))]
+        if shrink:
+            b.add("Squeeze", [b.add("Slice", args), b.const(np.array(shrink, np.int64), name)], [out])
+        else:
+            b.add("Slice", args, [out])
     elif op == "Reshape":
         b.add("Reshape", [ins[0], b.const(b.consts[ins[1]].astype(np.int64).reshape(-1), name)], [out])
     elif op == "Transpose":
@@ -270,7 +290,9 @@ def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx", output
                 continue
         _emit(b, node, ins, name)
     sig = model.get("signature", {}).get("outputs") or {nodes[-1]["name"]: {}}
-    sig = {k: v for k, v in sig.items() if not outputs or k in outputs}
+    # a node's name, not in the signature: an NHWC tensor of unknown size (the checker wants a rank)
+    unknown = {"tensorShape": {"dim": [{"size": "-1"}] * 4}}
+    sig = {k: sig.get(k, unknown) for k in outputs} if outputs else sig
     outs = [helper.make_tensor_value_info(_ref(k), TensorProto.FLOAT, _dims(v.get("tensorShape", {})))
             for k, v in sorted(sig.items())]
     inits = [numpy_helper.from_array(v, n) for n, v in b.inits.items()]

@@ -22,6 +22,10 @@ HUMAN_MODELS = {  # sha256 of each TFJS graph model's two files inside that npm 
                 "nanodet.bin": "5d0e4f8c4eded666287330be03017d494787d35f523fd77ca23f59db984a4ad9"},
     "centernet": {"centernet.json": "bfb942eaacc5becf738d536663bc4580a0ae9e560722306e6d4dd7fe4a09de05",
                   "centernet.bin": "1b635a15009071f506f9f2b3519b31c072c534888989f30d269ffd44734ef7ef"},
+    # MoveNet multipose (up to 6 people), the pose candidate of issue 28 §3: converted and checked to its heads
+    "movenet-multipose": {
+        "movenet-multipose.json": "3c76e18669efc50148b28d0be97db491dc055cb2be292d248ec129031c5aa5de",
+        "movenet-multipose.bin": "19828492d4a69c2e08915916c70f4d22c421c3b59152dfa5601834fc54f54118"},
 }
 NANODET_PACKAGE, NANODET_FILES = HUMAN_MODELS_PACKAGE, HUMAN_MODELS["nanodet"]
 HUMAN_MODELS_HINT = "run ./scripts/bootstrap.sh or: python -m models.encoders.weights fetch-human-models"

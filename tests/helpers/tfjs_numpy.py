@@ -132,6 +132,9 @@ def run(model_json: Path, feed: np.ndarray, only: list[str] | None = None) -> di
                 out = out + ins[2]
             if b"Relu" in extra:
                 out = np.maximum(out, 0)
+            if b"Relu6" in extra:
+                out = np.clip(out, 0, 6)
+            assert set(extra) <= {b"BiasAdd", b"Relu", b"Relu6"}, extra
         elif op == "Mul":
             out = ins[0] * ins[1]
         elif op == "Relu":
@@ -146,6 +149,8 @@ def run(model_json: Path, feed: np.ndarray, only: list[str] | None = None) -> di
             if base64.b64decode(node["attr"]["padding"]["s"]) == b"SAME":
                 x = same_pad(x, (k[1], k[2]), (s[1], s[2]), -np.inf)
             out = maxpool_nhwc(x, (k[1], k[2]), (s[1], s[2]))
+        elif op == "Shape":
+            out = np.array(ins[0].shape, np.int64)
         elif op == "Sub":
             out = ins[0] - ins[1]
         elif op == "Equal":
