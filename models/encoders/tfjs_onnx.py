@@ -26,6 +26,9 @@ _DTYPES = {"float32": np.float32, "int32": np.int32, "bool": np.bool_, "float16"
 _ELEMENTWISE = {"Add": "Add", "AddV2": "Add", "Sub": "Sub", "Mul": "Mul", "RealDiv": "Div", "Maximum": "Max",
                 "Minimum": "Min"}
 _UNARY = {"Sigmoid": "Sigmoid", "Relu": "Relu", "Tanh": "Tanh", "Identity": "Identity", "Exp": "Exp"}
+_DIRECT = {"Abs": "Abs", "Reciprocal": "Reciprocal", "Less": "Less", "Greater": "Greater", "Equal": "Equal",
+           "GreaterEqual": "GreaterOrEqual", "LogicalAnd": "And", "Select": "Where", "Range": "Range", "Size": "Size",
+           "Tile": "Tile", "GatherNd": "GatherND", "AddN": "Sum"}  # one ONNX op on the same inputs, in order
 
 
 def read_tfjs(model_json: Path) -> tuple[dict, dict[str, np.ndarray]]:
@@ -147,6 +150,8 @@ def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
         b.add(_ELEMENTWISE[op], [b.use(i) for i in ins], [out])
     elif op in _UNARY:
         b.add(_UNARY[op], [b.use(ins[0])], [out])
+    elif op in _DIRECT:
+        b.add(_DIRECT[op], [b.use(i) for i in ins], [out])
     elif op == "LeakyRelu":
         b.add("LeakyRelu", [ins[0]], [out], alpha=_attr(node, "alpha", 0.2))
     elif op == "Relu6":
@@ -218,25 +223,86 @@ def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
     elif op == "Cast":
         b.add("Cast", [ins[0]], [out], to=1 if node["attr"]["DstT"]["type"] == "DT_FLOAT" else 7)  # FLOAT / INT64
     elif op == "StridedSlice":
-        begin, end, step = (b.consts[i].astype(np.int64).reshape(-1) for i in ins[1:4])
-        masks = {k: _attr(node, k, 0) for k in ("begin_mask", "end_mask", "shrink_axis_mask", "new_axis_mask",
-                                               "ellipsis_mask")}
-        if masks["new_axis_mask"] or masks["ellipsis_mask"]:
-            raise ValueError(f"{name}: StridedSlice with new-axis or ellipsis masks is not supported")
-        big = np.iinfo(np.int64).max
-        begin = np.array([0 if masks["begin_mask"] >> i & 1 else v for i, v in enumerate(begin)], np.int64)
-        end = np.array([big if masks["end_mask"] >> i & 1 else v for i, v in enumerate(end)], np.int64)
-        shrink = [i for i in range(len(begin)) if masks["shrink_axis_mask"] >> i & 1]
-        end[shrink] = begin[shrink] + 1
-        args = [ins[0], *(b.const(v, name) for v in (begin, end, np.arange(len(begin)), step))]
-        if shrink:
-            b.add("Squeeze", [b.add("Slice", args), b.const(np.array(shrink, np.int64), name)], [out])
-        else:
-            b.add("Slice", args, [out])
+        _strided_slice(b, node, ins, out)
     elif op == "Reshape":
-        b.add("Reshape", [ins[0], b.const(b.consts[ins[1]].astype(np.int64).reshape(-1), name)], [out])
+        shape = b.const(b.consts[ins[1]].astype(np.int64).reshape(-1), name) if ins[1] in b.consts else ins[1]
+        b.add("Reshape", [b.use(ins[0]), shape], [out])
     elif op == "Transpose":
         b.add("Transpose", [ins[0]], [out], perm=[int(v) for v in b.consts[ins[1]].reshape(-1)])
+    else:
+        _emit_postprocessing(b, node, ins, out)
+
+
+def _strided_slice(b: _Builder, node: dict, ins: list[str], out: str) -> None:
+    """TF StridedSlice as Slice over the input's axes, Squeeze of the shrunk ones, Unsqueeze of the new ones."""
+    name = node["name"]
+    begin, end, step = (b.consts[i].astype(np.int64).reshape(-1) for i in ins[1:4])
+    m = {k: _attr(node, k, 0) for k in ("begin_mask", "end_mask", "shrink_axis_mask", "new_axis_mask", "ellipsis_mask")}
+    if m["ellipsis_mask"]:
+        raise ValueError(f"{name}: StridedSlice with an ellipsis is not supported")
+    big = np.iinfo(np.int64).max
+    starts, ends, axes, steps, shrink, new = [], [], [], [], [], []
+    axis = out_axis = 0
+    for i in range(len(begin)):
+        if m["new_axis_mask"] >> i & 1:
+            new.append(out_axis)
+            out_axis += 1
+            continue
+        lo = 0 if m["begin_mask"] >> i & 1 else begin[i]
+        hi = big if m["end_mask"] >> i & 1 else end[i]
+        if m["shrink_axis_mask"] >> i & 1:
+            hi = lo + 1
+            shrink.append(axis)
+        else:
+            out_axis += 1
+        starts.append(lo), ends.append(hi), axes.append(axis), steps.append(step[i])
+        axis += 1
+    x = b.add("Slice", [ins[0], *(b.const(np.array(v, np.int64), name) for v in (starts, ends, axes, steps))])
+    if shrink:
+        x = b.add("Squeeze", [x, b.const(np.array(shrink, np.int64), name)])
+    if new:
+        x = b.add("Unsqueeze", [x, b.const(np.array(new, np.int64), name)])
+    b.add("Identity", [x], [out])
+
+
+def _emit_postprocessing(b: _Builder, node: dict, ins: list[str], out: str) -> None:
+    """The index and reduction ops of in-graph decoding (MoveNet multipose's people from its heads)."""
+    op, name = node["op"], node["name"]
+    if op == "Fill":
+        b.add("Expand", [b.use(ins[1]), b.use(ins[0])], [out])
+    elif op == "FloorDiv":  # integers here are indices (never negative), where Div's truncation is the floor
+        quotient = b.add("Div", [b.use(ins[0]), b.use(ins[1])], None if node["attr"]["T"]["type"] == "DT_FLOAT" else [out])
+        if node["attr"]["T"]["type"] == "DT_FLOAT":
+            b.add("Floor", [quotient], [out])
+    elif op == "SquaredDifference":
+        diff = b.add("Sub", [b.use(ins[0]), b.use(ins[1])])
+        b.add("Mul", [diff, diff], [out])
+    elif op == "Squeeze":
+        dims = _attr(node, "squeeze_dims", [])
+        b.add("Squeeze", [ins[0], b.const(np.array(dims, np.int64), name)] if dims else [ins[0]], [out])
+    elif op == "Pack":
+        axis = b.const(np.array([_attr(node, "axis", 0)], np.int64), name)
+        b.add("Concat", [b.add("Unsqueeze", [b.use(i), axis]) for i in ins], [out], axis=_attr(node, "axis", 0))
+    elif op == "Unpack":
+        n, axis = _attr(node, "num"), _attr(node, "axis", 0)
+        parts = [b.tmp(name) for _ in range(n)]
+        b.add("Split", [ins[0], b.const(np.ones(n, np.int64), name)], parts, axis=axis)
+        for k, part in enumerate(parts):
+            b.add("Squeeze", [part, b.const(np.array([axis], np.int64), name)], [out if k == 0 else f"{name}:{k}"])
+    elif op == "ExpandDims":
+        b.add("Unsqueeze", [b.use(ins[0]), b.const(b.consts[ins[1]].astype(np.int64).reshape(1), name)], [out])
+    elif op == "TopKV2":
+        k = b.const(b.consts[ins[1]].astype(np.int64).reshape(1), name)
+        b.add("TopK", [ins[0], k], [out, f"{name}:1"], axis=-1, largest=1, sorted=1)
+    elif op == "ArgMax":
+        b.add("ArgMax", [ins[0]], [out], axis=int(b.consts[ins[1]]), keepdims=0)
+    elif op in ("Sum", "Max"):
+        axes = b.consts[ins[1]].astype(np.int64).reshape(-1)
+        keep = int(_attr(node, "keep_dims", False))
+        if op == "Sum":
+            b.add("ReduceSum", [ins[0], b.const(axes, name)], [out], keepdims=keep)
+        else:
+            b.add("ReduceMax", [ins[0]], [out], axes=[int(a) for a in axes], keepdims=keep)
     else:
         raise ValueError(f"TFJS op {op} ({name}) is not covered by the converter")
 
@@ -293,7 +359,7 @@ def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx", output
     # a node's name, not in the signature: an NHWC tensor of unknown size (the checker wants a rank)
     unknown = {"tensorShape": {"dim": [{"size": "-1"}] * 4}}
     sig = {k: sig.get(k, unknown) for k in outputs} if outputs else sig
-    outs = [helper.make_tensor_value_info(_ref(k), TensorProto.FLOAT, _dims(v.get("tensorShape", {})))
+    outs = [helper.make_tensor_value_info(_ref(v.get("name", k)), TensorProto.FLOAT, _dims(v.get("tensorShape", {})))
             for k, v in sorted(sig.items())]
     inits = [numpy_helper.from_array(v, n) for n, v in b.inits.items()]
     graph = helper.make_graph(b.nodes, Path(model_json).stem, inputs, outs, inits)

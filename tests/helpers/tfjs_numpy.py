@@ -88,6 +88,34 @@ def _wanted(nodes: list[dict], outputs: list[str]) -> set[str]:
     return found
 
 
+def _strided_index(node: dict, begin: np.ndarray, end: np.ndarray, step: np.ndarray) -> tuple:
+    """TF StridedSlice's masks as a numpy index: begin/end masks drop a bound, shrink takes one element,
+    new-axis inserts an axis, ellipsis stands for the dimensions not named."""
+    m = {k: int(node["attr"].get(k, {}).get("i", 0)) for k in ("begin_mask", "end_mask", "shrink_axis_mask",
+                                                                "new_axis_mask", "ellipsis_mask")}
+    index: list = []
+    for i, (b, e, st) in enumerate(zip(np.atleast_1d(begin), np.atleast_1d(end), np.atleast_1d(step), strict=True)):
+        if m["ellipsis_mask"] >> i & 1:
+            index.append(Ellipsis)
+        elif m["new_axis_mask"] >> i & 1:
+            index.append(np.newaxis)
+        elif m["shrink_axis_mask"] >> i & 1:
+            index.append(int(b))
+        else:
+            index.append(slice(None if m["begin_mask"] >> i & 1 else int(b), None if m["end_mask"] >> i & 1 else int(e),
+                               int(st)))
+    return tuple(index)
+
+
+_PLAIN = {  # TF ops that are one numpy call on their inputs
+    "Abs": np.abs, "Exp": np.exp, "Reciprocal": np.reciprocal, "RealDiv": np.divide, "Minimum": np.minimum,
+    "Maximum": np.maximum, "Less": np.less, "Greater": np.greater, "GreaterEqual": np.greater_equal,
+    "LogicalAnd": np.logical_and, "Select": np.where, "SquaredDifference": lambda a, b: (a - b) ** 2,
+    "Range": lambda a, b, c: np.arange(a, b, c), "Size": lambda a: np.int64(a.size), "Tile": np.tile,
+    "Fill": lambda shape, v: np.full(tuple(shape), v), "GatherNd": lambda a, i: a[tuple(np.moveaxis(i, -1, 0))],
+}
+
+
 def run(model_json: Path, feed: np.ndarray, only: list[str] | None = None) -> dict[str, np.ndarray]:
     """The graph's outputs (by name without ':0') for one input array; `only`: just these outputs."""
     nodes, t, outputs = load(model_json)
@@ -149,6 +177,25 @@ def run(model_json: Path, feed: np.ndarray, only: list[str] | None = None) -> di
             if base64.b64decode(node["attr"]["padding"]["s"]) == b"SAME":
                 x = same_pad(x, (k[1], k[2]), (s[1], s[2]), -np.inf)
             out = maxpool_nhwc(x, (k[1], k[2]), (s[1], s[2]))
+        elif op in _PLAIN:
+            out = _PLAIN[op](*ins)
+        elif op == "Squeeze":
+            dims = _ints(node, "squeeze_dims") if "squeeze_dims" in node.get("attr", {}) else None
+            out = np.squeeze(ins[0], axis=tuple(dims) if dims else None)
+        elif op == "Pack":
+            out = np.stack(ins, axis=int(node["attr"].get("axis", {}).get("i", 0)))
+        elif op == "Unpack":
+            axis = int(node["attr"].get("axis", {}).get("i", 0))
+            out = [np.take(ins[0], i, axis=axis) for i in range(ins[0].shape[axis])]
+        elif op == "Split":
+            out = np.split(ins[1], int(node["attr"]["num_split"]["i"]), axis=int(ins[0]))
+        elif op in ("Sum", "Max"):
+            keep = node["attr"].get("keep_dims", {}).get("b", False)
+            out = (np.sum if op == "Sum" else np.max)(ins[0], axis=tuple(np.atleast_1d(ins[1]).tolist()), keepdims=keep)
+        elif op == "ArgMax":
+            out = np.argmax(ins[0], axis=int(ins[1]))
+        elif op == "AddN":
+            out = sum(ins[1:], ins[0])
         elif op == "Shape":
             out = np.array(ins[0].shape, np.int64)
         elif op == "Sub":
@@ -169,12 +216,7 @@ def run(model_json: Path, feed: np.ndarray, only: list[str] | None = None) -> di
             order = np.argsort(-ins[0], axis=-1, kind="stable")[..., : int(ins[1])]
             out = [np.take_along_axis(ins[0], order, -1), order]
         elif op == "StridedSlice":
-            a = {k: int(node["attr"].get(k, {}).get("i", 0)) for k in ("begin_mask", "end_mask", "shrink_axis_mask",
-                                                                        "new_axis_mask", "ellipsis_mask")}
-            assert not (a["shrink_axis_mask"] or a["new_axis_mask"] or a["ellipsis_mask"])
-            out = ins[0][tuple(slice(None if a["begin_mask"] >> i & 1 else int(b),
-                                     None if a["end_mask"] >> i & 1 else int(e), int(st))
-                               for i, (b, e, st) in enumerate(zip(ins[1], ins[2], ins[3], strict=True)))]
+            out = ins[0][_strided_index(node, ins[1], ins[2], ins[3])]
         elif op == "LeakyRelu":
             out = np.where(ins[0] >= 0, ins[0], ins[0] * node["attr"]["alpha"]["f"])
         elif op == "Sigmoid":
