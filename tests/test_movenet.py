@@ -44,3 +44,25 @@ def test_movenet_is_converted_once(movenet):
     path = movenet_onnx()
     stamp = path.stat().st_mtime_ns
     assert movenet_onnx() == path and path.stat().st_mtime_ns == stamp
+
+
+def test_pose_tracker_on_movenet_gives_people_with_postures_and_the_pose_flag_reaches_the_stage(tmp_path):
+    from app.cli import build_parser
+    from app.services.settings import analysis_options, parse_args
+    from models.encoders.visual import PoseTracker
+    from models.errors import BadInput
+
+    tracker = PoseTracker(num_poses=2, model="movenet-multipose")
+    people = tracker.track([np.ascontiguousarray(data.astronaut())], [0.0])
+    assert len(people) == 1 and len(people[0]["landmarks"]) == 17 and tracker.landmarker is None
+    assert people[0]["posture"] in ("standing", "sitting", "lying", "unknown") and people[0]["visibility"] > 0.2
+    config = tmp_path / "f.toml"
+    config.write_text('[analysis]\npose = "movenet-multipose"\n')
+    parser = build_parser()
+    args = parse_args(parser, ["analyze", "clip.mp4", "--config", str(config)], parser.config_targets, env={})
+    assert analysis_options(args).stages.pose == "movenet-multipose"
+    parser = build_parser()  # the TOML's values became that parser's defaults
+    plain = parse_args(parser, ["analyze", "clip.mp4"], parser.config_targets, env={})
+    assert analysis_options(plain).stages.pose == "mediapipe"
+    with pytest.raises(BadInput, match="--pose: unknown pose model 'openpose'.*movenet-multipose"):
+        analysis_options(parse_args(parser, ["analyze", "clip.mp4", "--pose", "openpose"], parser.config_targets, env={}))

