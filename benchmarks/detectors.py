@@ -2,8 +2,8 @@
 
     python -m benchmarks.detectors [--set data/detset] [--split val|test|both] [--out docs/results/detectors_val.json]
 
-Detectors come from `models.encoders.detectors.DETECTOR_NAMES` (YOLOv3-tiny alone while that module is not
-merged). Timing is one thread (cv2 / onnxruntime set to 1), median ms of `detect` per frame over the split,
+Detectors come from `models.encoders.detectors.MEASURED_DETECTORS` (the offered DETECTOR_NAMES plus candidates
+measured but not offered, CenterNet). Timing is one thread (cv2 / onnxruntime set to 1), median ms of `detect` per frame over the split,
 after one warm-up frame. Scores use a low confidence floor (`--conf`, default 0.05) for every detector alike.
 Build the set first: `foresight train detset --out data/detset`.
 """
@@ -24,22 +24,14 @@ from training.perception.detset_sources import coco_id
 
 
 def detector_names() -> tuple[str, ...]:
-    try:
-        from models.encoders.detectors import DETECTOR_NAMES
-    except ImportError:
-        return ("yolov3-tiny",)
-    return tuple(DETECTOR_NAMES)
+    from models.encoders.detectors import MEASURED_DETECTORS
+
+    return tuple(MEASURED_DETECTORS)
 
 
 def make(name: str, conf: float):
-    try:
-        from models.encoders.detectors import make_detector
-    except ImportError:
-        from models.encoders.detector import ObjectDetector
+    from models.encoders.detectors import make_detector
 
-        if name != "yolov3-tiny":
-            raise ValueError(f"unknown detector {name!r}") from None
-        return ObjectDetector(conf=conf)
     return make_detector(name, conf=conf)
 
 

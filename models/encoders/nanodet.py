@@ -97,22 +97,24 @@ class NanodetDetector(BatchedDetector):
         for rgb in frames:
             raw = self.raw(rgb)
             boxes, scores = decode([raw[n][0] for n in self._scores], [raw[n][0] for n in self._sides], self.size)
-            out.append(self._boxes(boxes, scores, *rgb.shape[:2]))
+            out.append(keep_boxes(boxes, scores, *rgb.shape[:2], self))
         return out
 
-    def _boxes(self, boxes: np.ndarray, scores: np.ndarray, h: int, w: int) -> list[dict]:
-        """Every (cell, class) pair over the threshold, per-class NMS, the best `max_boxes`, in frame pixels."""
-        import cv2
 
-        cell, cls = np.nonzero(scores >= self.conf)
-        if cell.size == 0:
-            return []
-        score = scores[cell, cls]
-        xyxy = boxes[cell] * np.array([w, h, w, h], np.float32) / self.size
-        xyxy = np.clip(xyxy, 0, [w, h, w, h])
-        xywh = np.concatenate([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]], axis=1)
-        kept = np.asarray(cv2.dnn.NMSBoxesBatched(xywh.tolist(), score.tolist(), cls.tolist(), self.conf,
-                                                  self.nms)).reshape(-1)
-        kept = kept[np.argsort(-score[kept], kind="stable")][: self.max_boxes]
-        return [{"label": self.labels[int(cls[k])], "score": round(float(score[k]), 3),
-                 "box": [round(float(v), 1) for v in xyxy[k]]} for k in kept]
+def keep_boxes(boxes: np.ndarray, scores: np.ndarray, h: int, w: int, det: BatchedDetector) -> list[dict]:
+    """Every (box, class) pair over `det.conf`, per-class NMS at `det.nms`, the best `det.max_boxes`, from
+    `det.size` input pixels to frame pixels (NanoDet's and CenterNet's shared ending)."""
+    import cv2
+
+    cell, cls = np.nonzero(scores >= det.conf)
+    if cell.size == 0:
+        return []
+    score = scores[cell, cls]
+    xyxy = boxes[cell] * np.array([w, h, w, h], np.float32) / det.size
+    xyxy = np.clip(xyxy, 0, [w, h, w, h])
+    xywh = np.concatenate([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]], axis=1)
+    kept = np.asarray(cv2.dnn.NMSBoxesBatched(xywh.tolist(), score.tolist(), cls.tolist(), det.conf,
+                                              det.nms)).reshape(-1)
+    kept = kept[np.argsort(-score[kept], kind="stable")][: det.max_boxes]
+    return [{"label": det.labels[int(cls[k])], "score": round(float(score[k]), 3),
+             "box": [round(float(v), 1) for v in xyxy[k]]} for k in kept]

@@ -26,6 +26,9 @@ _DTYPES = {"float32": np.float32, "int32": np.int32, "bool": np.bool_, "float16"
 _ELEMENTWISE = {"Add": "Add", "AddV2": "Add", "Sub": "Sub", "Mul": "Mul", "RealDiv": "Div", "Maximum": "Max",
                 "Minimum": "Min"}
 _UNARY = {"Sigmoid": "Sigmoid", "Relu": "Relu", "Tanh": "Tanh", "Identity": "Identity", "Exp": "Exp"}
+_DIRECT = {"Abs": "Abs", "Reciprocal": "Reciprocal", "Less": "Less", "Greater": "Greater", "Equal": "Equal",
+           "GreaterEqual": "GreaterOrEqual", "LogicalAnd": "And", "Select": "Where", "Range": "Range", "Size": "Size",
+           "Tile": "Tile", "GatherNd": "GatherND", "AddN": "Sum"}  # one ONNX op on the same inputs, in order
 
 
 def read_tfjs(model_json: Path) -> tuple[dict, dict[str, np.ndarray]]:
@@ -134,6 +137,11 @@ def _pads(node: dict) -> dict:
     return {}
 
 
+def _fused_ops(node: dict) -> list[str]:
+    """The activations etc. grappler fused into a convolution (`_FusedConv2D`: ['BiasAdd', 'Relu'])."""
+    return [base64.b64decode(s).decode() for s in node.get("attr", {}).get("fused_ops", {}).get("list", {}).get("s", [])]
+
+
 def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
     op, name = node["op"], node["name"]
     nhwc = _attr(node, "data_format", "NHWC") == "NHWC"
@@ -142,19 +150,38 @@ def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
         b.add(_ELEMENTWISE[op], [b.use(i) for i in ins], [out])
     elif op in _UNARY:
         b.add(_UNARY[op], [b.use(ins[0])], [out])
+    elif op in _DIRECT:
+        b.add(_DIRECT[op], [b.use(i) for i in ins], [out])
     elif op == "LeakyRelu":
         b.add("LeakyRelu", [ins[0]], [out], alpha=_attr(node, "alpha", 0.2))
     elif op == "Relu6":
         b.add("Clip", [ins[0], b.const(np.float32(0), name), b.const(np.float32(6), name)], [out])
-    elif op in ("Conv2D", "DepthwiseConv2dNative"):
+    elif op in ("Conv2D", "DepthwiseConv2dNative", "_FusedConv2D", "FusedDepthwiseConv2dNative"):
         w = b.consts[ins[1]]  # HWIO (depthwise: H, W, in, multiplier)
-        depthwise = op == "DepthwiseConv2dNative"
+        depthwise = "Depthwise" in op
+        fused = _fused_ops(node) if op.startswith(("_Fused", "Fused")) else []
+        if fused and (fused[0] != "BiasAdd" or fused[1:] not in ([], ["Relu"], ["Relu6"])):
+            raise ValueError(f"{name}: fused ops {fused} are not covered by the converter")
         oihw = w.reshape(*w.shape[:2], 1, -1) if depthwise else w
-        weight = b.const(np.ascontiguousarray(oihw.transpose(3, 2, 0, 1)), name)
+        weight = [b.const(np.ascontiguousarray(oihw.transpose(3, 2, 0, 1)), name)]
+        if fused:
+            weight.append(b.use(ins[2]))
         kw = {"strides": _spatial(node, "strides"), "dilations": _spatial(node, "dilations"), **_pads(node)}
         if depthwise:
             kw["group"] = int(w.shape[2])
-        wrap(ins[0], out, lambda x: b.add("Conv", [x, weight], kernel_shape=list(w.shape[:2]), **kw))
+
+        def conv(x: str) -> str:
+            y = b.add("Conv", [x, *weight], kernel_shape=list(w.shape[:2]), **kw)
+            if fused[1:] == ["Relu"]:
+                return b.add("Relu", [y])
+            if fused[1:] == ["Relu6"]:
+                return b.add("Clip", [y, b.const(np.float32(0), name), b.const(np.float32(6), name)])
+            return y
+
+        wrap(ins[0], out, conv)
+    elif op == "Mean":
+        axes = [int(a) for a in b.consts[ins[1]].reshape(-1)]
+        b.add("ReduceMean", [ins[0]], [out], axes=axes, keepdims=int(_attr(node, "keep_dims", False)))
     elif op in ("MaxPool", "AvgPool"):
         kw = {"kernel_shape": _spatial(node, "ksize"), "strides": _spatial(node, "strides"), **_pads(node)}
         onnx_op = "MaxPool" if op == "MaxPool" else "AveragePool"
@@ -170,11 +197,11 @@ def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
             mode = "align_corners"
         else:
             mode = "half_pixel" if _attr(node, "half_pixel_centers", False) else "asymmetric"
-        hw = b.consts[ins[1]].astype(np.int64).reshape(2)
+        hw = b.const(b.consts[ins[1]].astype(np.int64).reshape(2), name) if ins[1] in b.consts else ins[1]
 
         def resize(x: str) -> str:
             nc = b.add("Slice", [b.add("Shape", [x]), b.const(np.array([0]), name), b.const(np.array([2]), name)])
-            sizes = b.add("Concat", [nc, b.const(hw, name)], axis=0)
+            sizes = b.add("Concat", [nc, hw], axis=0)
             return b.add("Resize", [x, "", "", sizes], mode="linear", coordinate_transformation_mode=mode)
 
         b.nhwc(ins[0], out, resize)
@@ -191,10 +218,91 @@ def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
             b.add("Split", [ins[0], b.const(sizes, name)], outs, axis=int(b.consts[ins[2]]))
         else:
             b.add("Split", [ins[1]], outs, axis=int(b.consts[ins[0]]))
+    elif op == "Shape":  # of a tensor in TF's layout, as int64 (every int tensor of ours is)
+        b.add("Shape", [ins[0]], [out])
+    elif op == "Cast":
+        b.add("Cast", [ins[0]], [out], to=1 if node["attr"]["DstT"]["type"] == "DT_FLOAT" else 7)  # FLOAT / INT64
+    elif op == "StridedSlice":
+        _strided_slice(b, node, ins, out)
     elif op == "Reshape":
-        b.add("Reshape", [ins[0], b.const(b.consts[ins[1]].astype(np.int64).reshape(-1), name)], [out])
+        shape = b.const(b.consts[ins[1]].astype(np.int64).reshape(-1), name) if ins[1] in b.consts else ins[1]
+        b.add("Reshape", [b.use(ins[0]), shape], [out])
     elif op == "Transpose":
         b.add("Transpose", [ins[0]], [out], perm=[int(v) for v in b.consts[ins[1]].reshape(-1)])
+    else:
+        _emit_postprocessing(b, node, ins, out)
+
+
+def _strided_slice(b: _Builder, node: dict, ins: list[str], out: str) -> None:
+    """TF StridedSlice as Slice over the input's axes, Squeeze of the shrunk ones, Unsqueeze of the new ones."""
+    name = node["name"]
+    begin, end, step = (b.consts[i].astype(np.int64).reshape(-1) for i in ins[1:4])
+    m = {k: _attr(node, k, 0) for k in ("begin_mask", "end_mask", "shrink_axis_mask", "new_axis_mask", "ellipsis_mask")}
+    if m["ellipsis_mask"]:
+        raise ValueError(f"{name}: StridedSlice with an ellipsis is not supported")
+    big = np.iinfo(np.int64).max
+    starts, ends, axes, steps, shrink, new = [], [], [], [], [], []
+    axis = out_axis = 0
+    for i in range(len(begin)):
+        if m["new_axis_mask"] >> i & 1:
+            new.append(out_axis)
+            out_axis += 1
+            continue
+        lo = 0 if m["begin_mask"] >> i & 1 else begin[i]
+        hi = big if m["end_mask"] >> i & 1 else end[i]
+        if m["shrink_axis_mask"] >> i & 1:
+            hi = lo + 1
+            shrink.append(axis)
+        else:
+            out_axis += 1
+        starts.append(lo), ends.append(hi), axes.append(axis), steps.append(step[i])
+        axis += 1
+    x = b.add("Slice", [ins[0], *(b.const(np.array(v, np.int64), name) for v in (starts, ends, axes, steps))])
+    if shrink:
+        x = b.add("Squeeze", [x, b.const(np.array(shrink, np.int64), name)])
+    if new:
+        x = b.add("Unsqueeze", [x, b.const(np.array(new, np.int64), name)])
+    b.add("Identity", [x], [out])
+
+
+def _emit_postprocessing(b: _Builder, node: dict, ins: list[str], out: str) -> None:
+    """The index and reduction ops of in-graph decoding (MoveNet multipose's people from its heads)."""
+    op, name = node["op"], node["name"]
+    if op == "Fill":
+        b.add("Expand", [b.use(ins[1]), b.use(ins[0])], [out])
+    elif op == "FloorDiv":  # integers here are indices (never negative), where Div's truncation is the floor
+        quotient = b.add("Div", [b.use(ins[0]), b.use(ins[1])], None if node["attr"]["T"]["type"] == "DT_FLOAT" else [out])
+        if node["attr"]["T"]["type"] == "DT_FLOAT":
+            b.add("Floor", [quotient], [out])
+    elif op == "SquaredDifference":
+        diff = b.add("Sub", [b.use(ins[0]), b.use(ins[1])])
+        b.add("Mul", [diff, diff], [out])
+    elif op == "Squeeze":
+        dims = _attr(node, "squeeze_dims", [])
+        b.add("Squeeze", [ins[0], b.const(np.array(dims, np.int64), name)] if dims else [ins[0]], [out])
+    elif op == "Pack":
+        axis = b.const(np.array([_attr(node, "axis", 0)], np.int64), name)
+        b.add("Concat", [b.add("Unsqueeze", [b.use(i), axis]) for i in ins], [out], axis=_attr(node, "axis", 0))
+    elif op == "Unpack":
+        n, axis = _attr(node, "num"), _attr(node, "axis", 0)
+        parts = [b.tmp(name) for _ in range(n)]
+        b.add("Split", [ins[0], b.const(np.ones(n, np.int64), name)], parts, axis=axis)
+        for k, part in enumerate(parts):
+            b.add("Squeeze", [part, b.const(np.array([axis], np.int64), name)], [out if k == 0 else f"{name}:{k}"])
+    elif op == "ExpandDims":
+        b.add("Unsqueeze", [b.use(ins[0]), b.const(b.consts[ins[1]].astype(np.int64).reshape(1), name)], [out])
+    elif op == "TopKV2":
+        k = b.const(b.consts[ins[1]].astype(np.int64).reshape(1), name)
+        b.add("TopK", [ins[0], k], [out, f"{name}:1"], axis=-1, largest=1, sorted=1)
+    elif op == "ArgMax":
+        b.add("ArgMax", [ins[0]], [out], axis=int(b.consts[ins[1]]), keepdims=0)
+    elif op in ("Sum", "Max"):
+        axes = b.consts[ins[1]].astype(np.int64).reshape(-1)
+        keep = int(_attr(node, "keep_dims", False))
+        if op == "Sum":
+            b.add("ReduceSum", [ins[0], b.const(axes, name)], [out], keepdims=keep)
+        else:
+            b.add("ReduceMax", [ins[0]], [out], axes=[int(a) for a in axes], keepdims=keep)
     else:
         raise ValueError(f"TFJS op {op} ({name}) is not covered by the converter")
 
@@ -206,16 +314,33 @@ def _dims(shape: dict) -> list[int | None] | None:
     return [int(d["size"]) if int(d.get("size", -1)) >= 0 else None for d in shape.get("dim", [])]
 
 
-def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx"):
+def _needed(nodes: list[dict], outputs: list[str]) -> set[str]:
+    """The names of the nodes the tensors `outputs` depend on."""
+    inputs = {n["name"]: n.get("input", []) for n in nodes}
+    seen: set[str] = set()
+    todo = list(outputs)
+    while todo:
+        name = todo.pop().lstrip("^").split(":")[0]
+        if name not in seen:
+            seen.add(name)
+            todo += inputs[name]
+    return seen
+
+
+def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx", outputs: list[str] | None = None):
     """The ONNX ModelProto of a TFJS graph model: inputs and outputs by the signature's names without ':0'
-    (float32; the input shapes as declared)."""
+    (float32; the input shapes as declared); `outputs` (signature names) keeps only those and what they need."""
     from onnx import TensorProto, checker, helper, numpy_helper
 
     model, consts = read_tfjs(model_json)
     b = _Builder(dict(consts))
     inputs = []
-    for node in model["modelTopology"]["node"]:
+    nodes = model["modelTopology"]["node"]
+    needed = _needed(nodes, outputs) if outputs else {n["name"] for n in nodes}
+    for node in nodes:
         op, name = node["op"], node["name"]
+        if name not in needed:
+            continue
         ins = [_ref(i) for i in node.get("input", []) if not i.startswith("^")]
         if op == "Const":
             if name not in b.consts:
@@ -230,11 +355,14 @@ def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx"):
                 b.consts[name] = folded
                 continue
         _emit(b, node, ins, name)
-    sig = model.get("signature", {}).get("outputs") or {model["modelTopology"]["node"][-1]["name"]: {}}
-    outputs = [helper.make_tensor_value_info(_ref(k), TensorProto.FLOAT, _dims(v.get("tensorShape", {})))
-               for k, v in sorted(sig.items())]
+    sig = model.get("signature", {}).get("outputs") or {nodes[-1]["name"]: {}}
+    # a node's name, not in the signature: an NHWC tensor of unknown size (the checker wants a rank)
+    unknown = {"tensorShape": {"dim": [{"size": "-1"}] * 4}}
+    sig = {k: sig.get(k, unknown) for k in outputs} if outputs else sig
+    outs = [helper.make_tensor_value_info(_ref(v.get("name", k)), TensorProto.FLOAT, _dims(v.get("tensorShape", {})))
+            for k, v in sorted(sig.items())]
     inits = [numpy_helper.from_array(v, n) for n, v in b.inits.items()]
-    graph = helper.make_graph(b.nodes, Path(model_json).stem, inputs, outputs, inits)
+    graph = helper.make_graph(b.nodes, Path(model_json).stem, inputs, outs, inits)
     proto = helper.make_model(graph, producer_name=producer, opset_imports=[helper.make_opsetid("", OPSET)])
     proto.ir_version = 8
     checker.check_model(proto)

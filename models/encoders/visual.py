@@ -21,6 +21,7 @@ import threading
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,12 +30,13 @@ from models.encoders.base import public_fields
 from models.encoders.detector import ObjectDetector
 from models.encoders.detectors import check_detector, make_detector
 from models.encoders.frame_stats import COLOR_BINS, THUMB, TROUBLES, FrameStats, MotionGate
-from models.encoders.visual_config import VisualConfig
+from models.encoders.visual_config import VisualConfig, check_pose
 from models.encoders.weights import mediapipe_task
 from models.native_logs import QuietFirstCall, quiet_native_logs
 
-# MediaPipe pose landmark indices used for posture and body centre.
-L_SHOULDER, R_SHOULDER, L_HIP, R_HIP, L_KNEE, R_KNEE = 11, 12, 23, 24, 25, 26
+# Pose landmark indices used for posture and body centre: shoulders, hips, knees (left, right), per pose model.
+JOINTS = {"mediapipe": (11, 12, 23, 24, 25, 26), "movenet-multipose": (5, 6, 11, 12, 13, 14)}  # 33 / COCO's 17
+L_SHOULDER, R_SHOULDER, L_HIP, R_HIP, L_KNEE, R_KNEE = JOINTS["mediapipe"]
 POSTURES = ("standing", "sitting", "lying", "unknown")
 NUM_COCO = 80
 POSE_DIMS = 8
@@ -52,13 +54,14 @@ def _close_at_exit(obj) -> None:
     threading._register_atexit(lambda: (o := ref()) is not None and o.close())
 
 
-def posture(landmarks: list) -> str:
+def posture(landmarks: list, joints: tuple[int, ...] = JOINTS["mediapipe"]) -> str:
     """standing / sitting / lying from the torso angle and the thigh direction (image coordinates, y down)."""
     def pt(i):
         lm = landmarks[i]
         return np.array([lm.x, lm.y]), float(getattr(lm, "visibility", 1.0) or 0.0)
 
-    (ls, vls), (rs, vrs), (lh, vlh), (rh, vrh) = pt(L_SHOULDER), pt(R_SHOULDER), pt(L_HIP), pt(R_HIP)
+    l_shoulder, r_shoulder, l_hip, r_hip, l_knee, r_knee = joints
+    (ls, vls), (rs, vrs), (lh, vlh), (rh, vrh) = pt(l_shoulder), pt(r_shoulder), pt(l_hip), pt(r_hip)
     if min(vls, vrs, vlh, vrh) < 0.3:
         return "unknown"
     shoulder, hip = (ls + rs) / 2, (lh + rh) / 2
@@ -67,7 +70,7 @@ def posture(landmarks: list) -> str:
     tilt = math.degrees(math.atan2(abs(torso[0]), abs(torso[1]) + 1e-9))  # 0 = upright
     if tilt > 60:
         return "lying"
-    (lk, vlk), (rk, vrk) = pt(L_KNEE), pt(R_KNEE)
+    (lk, vlk), (rk, vrk) = pt(l_knee), pt(r_knee)
     if max(vlk, vrk) < 0.3:
         return "unknown"
     knee = lk if vlk >= vrk else rk
@@ -77,19 +80,36 @@ def posture(landmarks: list) -> str:
     return "sitting" if thigh[1] < 0.45 * torso_len else "standing"
 
 
-class PoseTracker:
-    """PoseLandmarker in VIDEO mode with simple nearest-centre identities, for vertical velocity across seconds."""
+class _Point(NamedTuple):
+    """One MoveNet keypoint as MediaPipe's landmark reads (x, y normalised; visibility: its score)."""
 
-    def __init__(self, num_poses: int = 2):
+    x: float
+    y: float
+    z: float
+    visibility: float
+
+
+class PoseTracker:
+    """PoseLandmarker in VIDEO mode (or MoveNet multipose, `model`) with simple nearest-centre identities, for
+    vertical velocity across seconds."""
+
+    def __init__(self, num_poses: int = 2, model: str = "mediapipe"):
         import mediapipe as mp
         from mediapipe.tasks.python import BaseOptions, vision
 
-        self._mp = mp
-        options = vision.PoseLandmarkerOptions(
-            base_options=BaseOptions(model_asset_path=str(mediapipe_task("pose_landmarker_full.task"))),
-            running_mode=vision.RunningMode.VIDEO, num_poses=num_poses)
-        with quiet_native_logs():
-            self.landmarker = vision.PoseLandmarker.create_from_options(options)
+        self._mp, self.model, self.num_poses = mp, check_pose(model), num_poses
+        self.joints = JOINTS[model]
+        self.movenet = self.landmarker = None
+        if model == "movenet-multipose":
+            from models.encoders.movenet import MovenetPoses
+
+            self.movenet = MovenetPoses()
+        else:
+            options = vision.PoseLandmarkerOptions(
+                base_options=BaseOptions(model_asset_path=str(mediapipe_task("pose_landmarker_full.task"))),
+                running_mode=vision.RunningMode.VIDEO, num_poses=num_poses)
+            with quiet_native_logs():
+                self.landmarker = vision.PoseLandmarker.create_from_options(options)
         self._quiet = QuietFirstCall()  # the first inference logs a memory-alignment warning
         _close_at_exit(self)
         self.reset()
@@ -123,13 +143,12 @@ class PoseTracker:
                 self._offset_ms = self._last_ms + 1000 - int(round(t * 1000)) if self._last_ms >= 0 else 0
             ms = max(int(round(t * 1000)) + self._offset_ms, self._last_ms + 1)  # VIDEO mode: increasing only
             self._last_ms = ms
-            image = self._mp.Image(image_format=self._mp.ImageFormat.SRGB, data=np.ascontiguousarray(frame))
-            result = self._quiet.first(self.landmarker.detect_for_video, image, ms)
             seen: list[dict] = []
-            for lms in result.pose_landmarks:
+            for lms in self._landmarks(frame, ms):
                 pts = np.array([[lm.x, lm.y] for lm in lms])
-                cx, cy = (float(v) for v in pts[[L_SHOULDER, R_SHOULDER, L_HIP, R_HIP]].mean(0))
-                torso = float(np.hypot(*(pts[[L_HIP, R_HIP]].mean(0) - pts[[L_SHOULDER, R_SHOULDER]].mean(0))))
+                shoulders, hips = list(self.joints[:2]), list(self.joints[2:4])
+                cx, cy = (float(v) for v in pts[shoulders + hips].mean(0))
+                torso = float(np.hypot(*(pts[hips].mean(0) - pts[shoulders].mean(0))))
                 pid = self._match(cx, cy, {p["id"] for p in seen})
                 velocity = 0.0
                 if pid in self._tracks:
@@ -137,7 +156,7 @@ class PoseTracker:
                     if t > t0:
                         velocity = (cy - y0) / (t - t0) / max((torso + torso0) / 2, 0.05)
                 self._tracks[pid] = (t, cx, cy, torso)
-                seen.append({"id": pid, "posture": posture(lms), "vertical_velocity": round(velocity, 3),
+                seen.append({"id": pid, "posture": posture(lms, self.joints), "vertical_velocity": round(velocity, 3),
                              "visibility": round(float(np.mean([lm.visibility or 0.0 for lm in lms])), 3),
                              "landmarks": [[round(lm.x, 4), round(lm.y, 4), round(lm.z, 4),
                                             round(float(lm.visibility or 0.0), 3)] for lm in lms]})
@@ -147,6 +166,13 @@ class PoseTracker:
         for pid in stale:  # a person unseen for 3 s gets a new identity when back
             del self._tracks[pid]
         return people
+
+    def _landmarks(self, frame: np.ndarray, ms: int) -> list:
+        """Each person's landmarks in one frame (objects with x, y, z, visibility, normalised)."""
+        if self.movenet is not None:
+            return [[_Point(*lm) for lm in p["landmarks"]] for p in self.movenet.poses(frame)[: self.num_poses]]
+        image = self._mp.Image(image_format=self._mp.ImageFormat.SRGB, data=np.ascontiguousarray(frame))
+        return self._quiet.first(self.landmarker.detect_for_video, image, ms).pose_landmarks
 
     def close(self) -> None:
         if self.landmarker is not None:
@@ -204,7 +230,7 @@ class VisualAnalyzer:
         else:
             self.detector = shared(("detector", c.detector), lambda: make_detector(c.detector))
         self.labels = self.detector.labels
-        self.pose = PoseTracker(c.num_poses) if c.pose else None
+        self.pose = PoseTracker(c.num_poses, c.pose_model) if c.pose else None
         self._pose_thread = ThreadPoolExecutor(1, thread_name_prefix="pose") if c.pose else None
         self.faces = shared(("faces", c.num_faces), lambda: FaceCounter(c.num_faces)) if c.faces else None
         self.stats = FrameStats(self.config)

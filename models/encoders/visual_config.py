@@ -5,6 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.encoders.detectors import DEFAULT_DETECTOR
+from models.errors import BadInput
+
+POSE_NAMES: tuple[str, ...] = ("mediapipe", "movenet-multipose")  # --pose NAME; MediaPipe stays the default
+
+
+def check_pose(name: str) -> str:
+    """`name` if it is a pose model, else BadInput listing the names (called before any model loads)."""
+    if name not in POSE_NAMES:
+        raise BadInput(f"unknown pose model {name!r}; choose one of: {', '.join(POSE_NAMES)}")
+    return name
 
 
 @dataclass
@@ -14,6 +24,7 @@ class VisualConfig:
     yolo_conf: float = 0.25
     yolo_nms: float = 0.45
     pose: bool = True
+    pose_model: str = "mediapipe"  # POSE_NAMES (--pose; docs/perception.md)
     num_poses: int = 2
     faces: bool = True
     num_faces: int = 4

