@@ -79,6 +79,18 @@ class StageConfig:
     zones: tuple = ()  # models.zones.ZoneSpec
     lines: tuple = ()  # models.zones.LineSpec
     loiter_s: float = 30.0
+    # The tracker's knobs (chosen on the tracking set's val split, docs/tracking.md): detections below
+    # `track_min_score` never reach ByteTrack (None: `visual_min_score`); ByteTrack's first association and new
+    # tracks take `track_high` and up (None: the floor); a lost track waits `track_buffer_s`; a match needs IoU
+    # `track_match`; a track is reported once its box centre has moved `track_moved` of the picture from where
+    # it was first seen (Frigate's rule: static false positives on a textured background never move; 0: off),
+    # and only for `track_classes` (empty: every class).
+    track_min_score: float | None = None
+    track_high: float | None = None
+    track_buffer_s: float = 2.0
+    track_match: float = 0.1
+    track_moved: float = 0.0
+    track_classes: tuple = ()
 
     def __post_init__(self) -> None:
         self.yamnet = _yamnet_choice(self.yamnet)
