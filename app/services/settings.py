@@ -176,7 +176,7 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
                    help="report a track once its box has moved this share of the picture (0: at once; default: "
                         "docs/tracking.md): static false positives never move")
     p.add_argument("--track-classes", metavar="A,B,...",
-                   help="track only these COCO labels (default: every label)")
+                   help="track only these COCO labels, or 'all' (default: people, vehicles and animals)")
     p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",
                    help="a polygon zone, corners normalised 0-1 (repeatable): zone_enter / zone_exit / loiter")
     p.add_argument("--line", action="append", metavar="NAME=x1,y1,x2,y2",

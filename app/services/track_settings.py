@@ -33,7 +33,9 @@ def tracking_options(args, opts) -> None:
                 raise BadInput(f"--{name.replace('_', '-')} must be a number in [0, 1]")
             knobs[name] = value
     classes = getattr(args, "track_classes", None)
-    if classes:
+    if classes == "all":
+        knobs["track_classes"] = ()
+    elif classes:
         from models.encoders.detector import coco_labels
 
         wanted = tuple(c.strip() for c in classes.split(",") if c.strip())

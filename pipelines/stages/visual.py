@@ -18,6 +18,7 @@ class VisualStage:
         self.config = config
         visual = VisualConfig(detector=config.detector, yolo_size=config.yolo_size, prompt=config.visual_prompt,
                               detect_every_frame=config.track, motion_gate=config.motion_gate,
+                              track_floor=config.track_min_score if config.track else None,
                               keepalive_s=config.keepalive_s)
         self.analyzer = VisualAnalyzer(visual) if config.visual else None
 
