@@ -19,6 +19,7 @@ PATH_STEP_S = 0.25  # a track's path keeps at most one box per quarter second of
 STILL_MOVE = 0.03  # a person whose box centre stays within this (of the picture) is still
 LYING_ASPECT = 1.2  # a person box this much wider than tall (in pixels) is lying
 HELD = 64  # sightings kept of a track that has not moved yet
+STILL_REPORTED = ("person",)  # reported before they move: someone lying still from the start is the safety cue
 
 
 def side_of(line, x: float, y: float) -> str:
@@ -96,8 +97,9 @@ class TrackStage:
     def _has_moved(self, frame: dict, tid: int, label: str, score: float, box: list[float]) -> bool:
         """Whether track `tid` is reported: once its box centre has moved `track_moved` (share of the picture)
         from where it was first seen, it is for good (an object that moved and then parks stays); until then
-        its sightings are held (at most `HELD` of them) and reported with it if it moves."""
-        if tid in self._moved or self.config.track_moved <= 0:
+        its sightings are held (at most `HELD` of them) and reported with it if it moves. People are reported
+        at once (`STILL_REPORTED`): a person lying still from the first frame must reach the safety monitor."""
+        if tid in self._moved or self.config.track_moved <= 0 or label in STILL_REPORTED:
             self._moved.add(tid)
             return True
         centre = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
