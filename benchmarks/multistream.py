@@ -22,6 +22,7 @@ sampled every 2 s. The last line is JSON:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -197,12 +198,20 @@ def main() -> None:
     ap.add_argument("--latency-budget", type=float, metavar="SECONDS",
                     help="each stream's budget controller lowers its frame rate, then drops its visual tier, to keep "
                          "this mean latency (the stated degradation; its decisions are printed per stream)")
+    ap.add_argument("--track", action="store_true",
+                    help="track objects (the tracking defaults, a counting line across the middle; docs/tracking.md)")
     args = ap.parse_args()
     if args.streams < 1 or args.seconds < 5:
         ap.error("--streams must be at least 1 and --seconds at least 5")
     budget = LatencyBudget(latency_s=args.latency_budget) if args.latency_budget else None
     stages = StageConfig(visual=not args.no_visual, motion_gate=args.motion_gate or None)
     options = AnalyzeOptions(stages=stages, duration_s=args.seconds, rtsp_transport="udp", budget=budget)
+    if args.track:
+        from app.services.track_settings import enable_tracking
+        from models.zones import parse_layout
+
+        enable_tracking(options, *parse_layout(None, ["middle=0.5,0,0.5,1"]))
+        stages = options.stages
     clip = scene_clip(args.scene)
     servers = [RtspServer(clip) for _ in range(args.streams)]
     for server in servers:
@@ -210,7 +219,7 @@ def main() -> None:
     ensure_ray()
     try:
         if args.warmup > 0:
-            warm = AnalyzeOptions(stages=stages, duration_s=args.warmup, rtsp_transport="udp", budget=budget)
+            warm = dataclasses.replace(options, duration_s=args.warmup)
             run([servers[0].url], warm)
         alone, alone_latencies, one_run = run([servers[0].url], options)
         results, latencies, many_run = run([s.url for s in servers], options)
@@ -239,7 +248,8 @@ def main() -> None:
     print(json.dumps({"streams": args.streams, "p95_s": round(max(p95), 3), "dropped_segments": sum(dropped),
                       "rss_gb": round(max(samples), 2), "rss_gb_one_stream": round(max(one), 2),
                       "p95_s_one_stream": round(p95_one, 3), "scene": args.scene,
-                      "motion_gate": args.motion_gate,
+                      "motion_gate": args.motion_gate, "track": args.track,
+                      "track_fps": options.stages.track_fps if args.track else None,
                       "cpu_cores_per_stream": round(many_run.cores / args.streams, 3),
                       "cpu_cores_per_stream_one_stream": round(one_run.cores, 3),
                       "rss_growth": round(float(np.mean(samples[-third:]) / np.mean(samples[:third])), 3)}))

@@ -85,21 +85,22 @@ def line_errors(truth: dict, crossings: list[dict]) -> tuple[int, int]:
     return sum(abs(counted.get(k, 0) - want.get(k, 0)) for k in keys), sum(want.values())
 
 
-def options(line: str):
+def options(line: str, flags: list[str] | None = None):
     """The pipeline's options for a clip: tracking on through the counting line, speech, sounds, OCR and the
-    safety monitor off (they do not feed the tracker)."""
+    safety monitor off (they do not feed the tracker), plus `flags` (the analysis flags under test)."""
     from app.services.settings import add_analysis_flags, analysis_options
 
     p = argparse.ArgumentParser()
     add_analysis_flags(p)
-    return analysis_options(p.parse_args(["--no-asr", "--no-tags", "--no-safety", "--no-ocr", "--line", line]))
+    return analysis_options(p.parse_args(["--no-asr", "--no-tags", "--no-safety", "--no-ocr", "--line", line,
+                                          *(flags or [])]))
 
 
-def analyse(clip: Path, line: str) -> dict:
+def analyse(clip: Path, line: str, flags: list[str] | None = None) -> dict:
     """The pipeline's result for one clip."""
     from pipelines import analyze_inline
 
-    return analyze_inline(str(clip), options(line))
+    return analyze_inline(str(clip), options(line, flags))
 
 
 def track_truth(truth: dict) -> dict:
@@ -120,7 +121,7 @@ def track_truth(truth: dict) -> dict:
     return {"tracks": stage.finish(Second.closing()).tracks, "crossings": crossings}
 
 
-def evaluate(root: Path, split: str, limit: int | None = None) -> dict:
+def evaluate(root: Path, split: str, limit: int | None = None, flags: list[str] | None = None) -> dict:
     """Every clip of `split` through the pipeline and motmetrics; per-clip rows and the split's overall row."""
     truths = sorted((root / "truth").glob(f"{split}*.json"))[:limit]
     if not truths:
@@ -130,7 +131,7 @@ def evaluate(root: Path, split: str, limit: int | None = None) -> dict:
     for path in truths:
         truth = json.loads(path.read_text())
         started = time.perf_counter()
-        result = analyse(root / truth["clip"], truth["line"])
+        result = analyse(root / truth["clip"], truth["line"], flags)
         wall = time.perf_counter() - started
         acc = accumulate(truth, result.get("tracks", []))
         accs.append(acc)
@@ -160,7 +161,7 @@ def evaluate(root: Path, split: str, limit: int | None = None) -> dict:
         row["tracking_ms"], row["detector_ms"] = round(row["tracking_ms"], 3), round(row["detector_ms"], 1)
     true_boxes = {**mot_summary(oracle, names)["OVERALL"], "line_abs_error": oracle_errors,
                   "true_crossings": overall["true_crossings"]}
-    return {"split": split, "set": json.loads((root / "trackset.json").read_text()), "overall": overall,
+    return {"split": split, "flags": flags or [], "set": json.loads((root / "trackset.json").read_text()), "overall": overall,
             "true_boxes": true_boxes, "clips": clips}
 
 
@@ -187,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split", choices=("val", "test"), help="score this split (val for choosing, test once)")
     p.add_argument("--limit", type=int, help="only the first N clips of the split")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results here")
+    p.add_argument("--flags", default="", help="analysis flags for the pipeline, e.g. '--detector nanodet'")
     a = p.parse_args(argv)
     if not a.build and not a.split:
         p.error("give --build, --split or both")
@@ -197,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary["splits"]))
     if a.split:
         try:
-            report = evaluate(a.root, a.split, a.limit)
+            report = evaluate(a.root, a.split, a.limit, a.flags.split())
         except FileNotFoundError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

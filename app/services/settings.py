@@ -172,6 +172,13 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
                    help="follow objects over time (ByteTrack over the detector's boxes): tracks, unique counts")
     p.add_argument("--track-fps", type=float, metavar="N",
                    help="detections a second the tracker gets (default 4; raises --fps to it); implies --track")
+    p.add_argument("--track-min-score", type=float, metavar="S",
+                   help="detections below this score never reach the tracker (default: chosen on val, docs/tracking.md)")
+    p.add_argument("--track-moved", type=float, metavar="SHARE",
+                   help="report a track once its box has moved this share of the picture (0: at once; default: "
+                        "docs/tracking.md): static false positives never move")
+    p.add_argument("--track-classes", metavar="A,B,...",
+                   help="track only these COCO labels, or 'all' (default: people, vehicles and animals)")
     p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",
                    help="a polygon zone, corners normalised 0-1 (repeatable): zone_enter / zone_exit / loiter")
     p.add_argument("--line", action="append", metavar="NAME=x1,y1,x2,y2",
@@ -227,7 +234,9 @@ def analysis_options(args) -> AnalyzeOptions:
                          judge_url=flag("judge_url"), camera=flag("camera", "camera"), visual_prompt=prompt,
                          safety_escalation=escalation)
     opts = AnalyzeOptions(stages=stages, sample_fps=args.fps)
-    _tracking_options(args, opts)
+    from app.services.track_settings import tracking_options
+
+    tracking_options(args, opts)
     budget = flag("latency_budget")
     if budget is not None:
         if not 0 < budget < math.inf:
@@ -262,38 +271,6 @@ def analysis_options(args) -> AnalyzeOptions:
             raise BadInput("--reconnect-budget must be a number of seconds, 0 or more")
         opts.reconnect.outage_budget_s = args.reconnect_budget
     return opts
-
-
-def _tracking_options(args, opts) -> None:
-    """--track, --track-fps, --zone, --line, --loiter-s into the stage config; tracking samples at least
-    `track_fps` frames a second (the detector runs on each)."""
-    from models.zones import parse_layout
-
-    zones, lines = parse_layout(getattr(args, "zone", None), getattr(args, "line", None))
-    track_fps = getattr(args, "track_fps", None)
-    if track_fps is not None and not 1 <= track_fps <= 30:
-        raise BadInput("--track-fps must be a number in [1, 30]")
-    loiter = getattr(args, "loiter_s", 30.0)
-    if loiter is not None and not 0 < loiter < math.inf:
-        raise BadInput("--loiter-s must be a positive number of seconds")
-    if not (getattr(args, "track", False) or track_fps or zones or lines):
-        return
-    if getattr(args, "no_visual", False):
-        raise BadInput("tracking, zones and lines need the picture: drop --no-visual")
-    enable_tracking(opts, zones, lines, track_fps, loiter or 30.0)
-
-
-def enable_tracking(opts, zones: tuple, lines: tuple, track_fps: float | None = None,
-                    loiter_s: float | None = None) -> None:
-    """Tracking on in `opts` with these zones and lines (CLI and `POST /v1/streams`): the detector runs on every
-    sampled frame, and at least `track_fps` (default 4) frames a second are sampled."""
-    from dataclasses import replace
-
-    s = opts.stages
-    opts.stages = replace(s, track=True, track_fps=track_fps or s.track_fps or 4.0, zones=tuple(zones),
-                          lines=tuple(lines), loiter_s=loiter_s or s.loiter_s)
-    opts.sample_fps = max(opts.sample_fps, opts.stages.track_fps)
-    opts.grounding = replace(opts.grounding, zones=tuple(z.name for z in zones))  # watches may name a zone
 
 
 def _check_language(language: str) -> None:

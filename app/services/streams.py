@@ -184,7 +184,7 @@ class StreamManager:
         make_watchable(options)
         options.stages = replace(options.stages, keep_picture=True)  # live views draw boxes on their own picture
         if zones or lines or track:  # tracking with these zones and lines (checked as the CLI's flags are)
-            from app.services.settings import enable_tracking
+            from app.services.track_settings import enable_tracking
             from models.zones import parse_layout
 
             enable_tracking(options, *parse_layout(zones, lines))

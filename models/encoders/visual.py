@@ -229,6 +229,15 @@ class VisualAnalyzer:
                                    lambda: ObjectDetector(c.yolo_size, c.yolo_conf, c.yolo_nms))
         else:
             self.detector = shared(("detector", c.detector), lambda: make_detector(c.detector))
+        # Tracking may take boxes below the detector's own floor (ByteTrack's second association keeps tracks
+        # alive on them): a second copy at that floor; counts and every other consumer keep the usual floor.
+        self.track_detector = self.detector
+        floor = c.track_floor
+        if c.detect_every_frame and floor is not None and floor < self.detector.conf:
+            self.track_detector = (
+                shared(("detector", c.detector, c.yolo_size, floor, c.yolo_nms),
+                       lambda: ObjectDetector(c.yolo_size, floor, c.yolo_nms)) if c.detector == "yolov3-tiny"
+                else shared(("detector", c.detector, floor), lambda: make_detector(c.detector, conf=floor)))
         self.labels = self.detector.labels
         self.pose = PoseTracker(c.num_poses, c.pose_model) if c.pose else None
         self._pose_thread = ThreadPoolExecutor(1, thread_name_prefix="pose") if c.pose else None
@@ -311,8 +320,8 @@ class VisualAnalyzer:
         pose_call = self._pose_thread.submit(self._timed_pose, frames, times) if self._pose_thread else None
         t0 = time.perf_counter()
         if self.config.detect_every_frame:
-            per_frame = self.detector.detect_many(frames)
-            detections = per_frame[len(frames) // 2]
+            per_frame = self.track_detector.detect_many(frames)
+            detections = [d for d in per_frame[len(frames) // 2] if d["score"] >= self.detector.conf]
             # Each frame the detector ran on, with its boxes (pixels): what the tracker follows.
             frame_detections = [{"t": t, "size": size, "detections": d} for t, d in zip(times, per_frame, strict=True)]
         else:

@@ -12,6 +12,7 @@ import uuid
 
 from models.errors import BadInput
 from pipelines.media.preflight import check_source, probe  # noqa: F401  (probe: the file check, re-exported)
+from pipelines.media.redact import redact
 from pipelines.media.sources import SourceSpec, parse_source
 from pipelines.spine import graph
 from pipelines.spine.options import AnalyzeOptions
@@ -218,6 +219,11 @@ def analyze(source: str, options: AnalyzeOptions | None = None, show_progress: b
     already run `check_source` on it)."""
     pipeline = Pipeline(source, options, job_id=job_id, db_path=db_path, source_checked=source_checked)
     try:
+        if options is not None and options.stages.track:  # a live source is only known once it connects
+            info = pipeline.info(timeout=30)
+            if info is not None and not info.get("has_video"):
+                pipeline.stop()
+                raise BadInput(f"{redact(source)}: has no picture, and tracking, zones and lines need one")
         return pipeline.wait(show_progress, stop_event)
     finally:
         pipeline.close()

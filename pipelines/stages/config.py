@@ -6,6 +6,11 @@ from dataclasses import dataclass, field
 
 from models.encoders.detectors import DEFAULT_DETECTOR
 
+# What the tracker follows by default: COCO's people, vehicles and animals, the things that walk or drive through
+# zones and over lines (`--track-classes` changes it; the tracking set's cut-outs are drawn from the same list).
+MOVING_CLASSES = ("person", "bicycle", "car", "motorcycle", "bus", "truck", "dog", "horse", "sheep", "cow",
+                  "elephant", "bear", "zebra", "giraffe", "cat")
+
 # (tag_threshold, tag_top_k, tag_min_s) per YAMNet model, each chosen by `training.corpus.calibrate_tags` on the
 # clips outside the test split: w8a8 on corpus v3 (docs/results/tag_calibration.json), float on corpus v4
 # (docs/results/tag_calibration_v4_float.json).
@@ -80,6 +85,18 @@ class StageConfig:
     zones: tuple = ()  # models.zones.ZoneSpec
     lines: tuple = ()  # models.zones.LineSpec
     loiter_s: float = 30.0
+    # The tracker's knobs (chosen on the tracking set's val split, docs/tracking.md): detections below
+    # `track_min_score` never reach ByteTrack (None: `visual_min_score`); ByteTrack's first association and new
+    # tracks take `track_high` and up (None: the floor); a lost track waits `track_buffer_s`; a match needs IoU
+    # `track_match`; a track is reported once its box centre has moved `track_moved` of the picture from where
+    # it was first seen (Frigate's rule: static false positives on a textured background never move; 0: off),
+    # and only for `track_classes` (empty: every class).
+    track_min_score: float | None = 0.1
+    track_high: float | None = 0.3
+    track_buffer_s: float = 4.0
+    track_match: float = 0.1
+    track_moved: float = 0.06
+    track_classes: tuple = MOVING_CLASSES
 
     def __post_init__(self) -> None:
         self.yamnet = _yamnet_choice(self.yamnet)

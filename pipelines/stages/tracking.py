@@ -18,6 +18,8 @@ from pipelines.stages.record import Second
 PATH_STEP_S = 0.25  # a track's path keeps at most one box per quarter second of the stream clock
 STILL_MOVE = 0.03  # a person whose box centre stays within this (of the picture) is still
 LYING_ASPECT = 1.2  # a person box this much wider than tall (in pixels) is lying
+HELD = 64  # sightings kept of a track that has not moved yet
+STILL_REPORTED = ("person",)  # reported before they move: someone lying still from the start is the safety cue
 
 
 def side_of(line, x: float, y: float) -> str:
@@ -37,15 +39,21 @@ class TrackStage:
         self._inside: dict[tuple[int, str], float] = {}  # (track, zone) -> time it entered
         self._loitered: set[tuple[int, str]] = set()
         self._still: dict[int, tuple[float, tuple[float, float]]] = {}  # person track -> (still since, where)
+        self._first: dict[int, tuple[float, float]] = {}  # unconfirmed track -> box centre when first seen
+        self._held: dict[int, list] = {}  # unconfirmed track -> its sightings so far (reported once it moves)
+        self._moved: set[int] = set()  # tracks confirmed as moving (or every track with `track_moved` 0)
         self.tracker = None
-        if self.config.track:
+        c = self.config
+        if c.track:
             from trackers import ByteTrackTracker
 
-            fps = max(self.config.track_fps or 4.0, 1.0)
+            fps = max(c.track_fps or 4.0, 1.0)
+            floor = self._floor()
+            high = max(c.track_high if c.track_high is not None else floor, floor)
             self.tracker = ByteTrackTracker(
-                frame_rate=fps, lost_track_buffer=int(round(2 * fps)), minimum_consecutive_frames=1,
-                track_activation_threshold=self.config.visual_min_score,
-                high_conf_det_threshold=self.config.visual_min_score)
+                frame_rate=fps, lost_track_buffer=max(1, int(round(c.track_buffer_s * fps))),
+                minimum_consecutive_frames=1, minimum_iou_threshold=c.track_match,
+                track_activation_threshold=high, high_conf_det_threshold=high)
         self._zones = [(z, _polygon(z.points)) for z in self.config.zones]
         self._lines = [(x, _segment(x)) for x in self.config.lines]
 
@@ -59,6 +67,8 @@ class TrackStage:
 
     def close(self) -> None:
         self.tracks.clear()
+        self._held.clear()
+        self._first.clear()
         self._inside.clear()
         self._still.clear()
         self.tracker = None
@@ -69,6 +79,10 @@ class TrackStage:
         seen: dict[int, dict] = {}
         for frame in visual["frames"]:
             for tid, label, score, box in self._update(frame):
+                if not self._has_moved(frame, tid, label, score, box):
+                    continue
+                for held in self._held.pop(tid, []):  # its sightings before it moved, in order
+                    self._follow(record, *held)
                 seen[tid] = {"id": tid, "label": label, "box": box}
                 if label == "person":
                     seen[tid].update(self._stillness(frame, tid, box))
@@ -76,11 +90,34 @@ class TrackStage:
         record.tracked = sorted(seen.values(), key=lambda s: s["id"])
         return record
 
+    def _floor(self) -> float:
+        c = self.config
+        return c.track_min_score if c.track_min_score is not None else c.visual_min_score
+
+    def _has_moved(self, frame: dict, tid: int, label: str, score: float, box: list[float]) -> bool:
+        """Whether track `tid` is reported: once its box centre has moved `track_moved` (share of the picture)
+        from where it was first seen, it is for good (an object that moved and then parks stays); until then
+        its sightings are held (at most `HELD` of them) and reported with it if it moves. People are reported
+        at once (`STILL_REPORTED`): a person lying still from the first frame must reach the safety monitor."""
+        if tid in self._moved or self.config.track_moved <= 0 or label in STILL_REPORTED:
+            self._moved.add(tid)
+            return True
+        centre = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+        first = self._first.setdefault(tid, centre)
+        if max(abs(centre[0] - first[0]), abs(centre[1] - first[1])) >= self.config.track_moved:
+            self._moved.add(tid)
+            self._first.pop(tid, None)
+            return True
+        self._held.setdefault(tid, []).append((frame["t"], tid, label, score, box))
+        del self._held[tid][:-HELD]
+        return False
+
     def _update(self, frame: dict) -> list[tuple[int, str, float, list[float]]]:
         import supervision as sv
 
         w, h = frame["size"]
-        dets = [d for d in frame["detections"] if d["score"] >= self.config.visual_min_score]
+        floor, classes = self._floor(), self.config.track_classes
+        dets = [d for d in frame["detections"] if d["score"] >= floor and (not classes or d["label"] in classes)]
         xyxy = np.array([d["box"] for d in dets], np.float32).reshape(-1, 4)
         detections = sv.Detections(xyxy=xyxy, confidence=np.array([d["score"] for d in dets], np.float32),
                                    class_id=np.zeros(len(dets), int),

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from models.zones import LineSpec, parse_line
+from pipelines.stages.config import MOVING_CLASSES
 from pipelines.stages.tracking import side_of
 from training.perception.detset import (
     HEIGHT,
@@ -43,8 +44,7 @@ from training.perception.detset_sources import Source, assign_splits, available,
 FPS = 12  # 3 frames a quarter second: the tracker's 4 samples a second fall on whole frames
 SPLITS = ("val", "test")
 CLIPS = {"val": 6, "test": 10}
-MOVING = ("person", "bicycle", "car", "motorcycle", "bus", "truck", "dog", "horse", "sheep", "cow", "elephant",
-          "bear", "zebra", "giraffe", "cat")
+MOVING = MOVING_CLASSES
 LINE = "count=0.5,0,0.5,1"
 MIN_VISIBLE = 0.25  # share of an object's pixels that must show for it to be in the truth
 MIN_SIDE = 8

@@ -1,0 +1,122 @@
+"""Choosing the tracker's settings on the tracking set's val split, without rerunning the detector per setting.
+
+    python -m benchmarks.tracking_sweep --set data/trackset --split val --cache /tmp/trackcache \\
+        --json docs/results/tracking_sweep_val.json
+
+Step one runs each clip once per detector through the real pipeline (`benchmarks.tracking.analyse`, tracking at
+`--track-fps 12`, every frame of the 12-fps clips) and records what the tracking stage is given (each second's
+per-frame detections, down to `CAPTURE_FLOOR`), cached as JSON under `--cache`. Step two replays those seconds
+through the real `TrackStage` under each setting of the grid (a lower rate takes every n-th frame, as the
+decoder would sample it) and scores the tracks as `benchmarks.tracking` does. The chosen setting is then
+scored end to end with `benchmarks.tracking` (val, then test once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from benchmarks.tracking import accumulate, line_errors, mot_summary, options
+from pipelines.stages.config import MOVING_CLASSES as MOVING
+
+DETECTORS = ("ssd-mobilenetv2", "nanodet", "yolov3-tiny")
+GRID = {"track_fps": (4.0, 12.0), "track_min_score": (0.1, 0.2, 0.3, 0.4), "track_high": (None, 0.3, 0.5),
+        "track_moved": (0.0, 0.06, 0.1), "track_buffer_s": (4.0, 6.0), "track_match": (0.1,),
+        "classes": ("all", "moving")}
+CAPTURE_FLOOR = "0.1"  # the recorded boxes go down to this score; each setting's floor filters them
+
+
+def capture(clip: Path, line: str, detector: str) -> list[dict]:
+    """Each second the tracking stage was given on `clip` (12 samples a second, `detector`): [{index, frames}]."""
+    from pipelines.stages.tracking import TrackStage
+
+    seconds: list[dict] = []
+    real = TrackStage.process
+
+    def spy(self, record, visual):
+        if (visual or {}).get("frames"):
+            seconds.append({"index": record.index, "frames": json.loads(json.dumps(visual["frames"]))})
+        return real(self, record, visual)
+
+    TrackStage.process = spy
+    try:
+        from pipelines import analyze_inline
+
+        opts = options(line, ["--track-fps", "12", "--detector", detector, "--track-min-score", CAPTURE_FLOOR])
+        analyze_inline(str(clip), opts)
+    finally:
+        TrackStage.process = real
+    return seconds
+
+
+def replay(seconds: list[dict], truth: dict, setting: dict) -> tuple:
+    """The real tracking stage on recorded seconds under `setting`: (motmetrics accumulator, line error)."""
+    from pipelines.stages.record import Second
+    from pipelines.stages.tracking import TrackStage
+
+    cfg = options(truth["line"]).stages
+    classes = MOVING if setting["classes"] == "moving" else ()
+    cfg = replace(cfg, track_fps=setting["track_fps"], track_min_score=setting["track_min_score"],
+                  track_high=setting["track_high"], track_moved=setting["track_moved"],
+                  track_buffer_s=setting["track_buffer_s"], track_match=setting["track_match"], track_classes=classes)
+    step = int(round(truth["fps"] / setting["track_fps"]))
+    stage, crossings = TrackStage(cfg), []
+    for s in seconds:
+        frames = [f for f in s["frames"] if int(round(f["t"] * truth["fps"])) % step == 0]
+        rec = stage.process(Second(index=s["index"], start=s["index"], end=s["index"] + 1), {"frames": frames})
+        crossings += rec.crossings
+    return accumulate(truth, stage.finish(Second.closing()).tracks), line_errors(truth, crossings)
+
+
+def sweep(root: Path, split: str, cache: Path, detectors: tuple[str, ...]) -> list[dict]:
+    truths = [json.loads(p.read_text()) for p in sorted((root / "truth").glob(f"{split}*.json"))]
+    names = [Path(t["clip"]).stem for t in truths]
+    rows = []
+    for detector in detectors:
+        recorded = []
+        for truth, name in zip(truths, names, strict=True):
+            path = cache / detector / f"{name}.json"
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(capture(root / truth["clip"], truth["line"], detector)))
+                print(f"captured {detector} {name}", file=sys.stderr, flush=True)
+            recorded.append(json.loads(path.read_text()))
+        for values in itertools.product(*GRID.values()):
+            setting = dict(zip(GRID, values, strict=True))
+            if setting["track_high"] is not None and setting["track_high"] <= setting["track_min_score"]:
+                continue
+            results = [replay(sec, truth, setting) for sec, truth in zip(recorded, truths, strict=True)]
+            overall = mot_summary([a for a, _ in results], names)["OVERALL"]
+            rows.append({"detector": detector, **setting, **overall,
+                         "line_abs_error": sum(e for _, (e, _) in results),
+                         "true_crossings": sum(n for _, (_, n) in results)})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.tracking_sweep", description=__doc__.split("\n\n")[0])
+    p.add_argument("--set", dest="root", type=Path, default=Path("data/trackset"))
+    p.add_argument("--split", choices=("val",), default="val", help="settings are chosen on val only")
+    p.add_argument("--cache", type=Path, default=Path("data/trackcache"), help="recorded detections (JSON)")
+    p.add_argument("--detector", action="append", choices=DETECTORS, help="default: all three")
+    p.add_argument("--json", type=Path, metavar="PATH")
+    a = p.parse_args(argv)
+    rows = sweep(a.root, a.split, a.cache, tuple(a.detector or DETECTORS))
+    rows.sort(key=lambda r: (-r["idf1"], r["line_abs_error"]))
+    for r in rows[:15]:
+        print(json.dumps({k: r[k] for k in (*GRID, "detector", "idf1", "mota", "num_switches", "precision",
+                                             "recall", "line_abs_error", "true_crossings")}))
+    if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps({"split": a.split, "grid": GRID, "rows": rows,
+                                      "command": "python -m benchmarks.tracking_sweep "
+                                      + " ".join(argv if argv is not None else sys.argv[1:])}, indent=0) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
