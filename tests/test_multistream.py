@@ -71,6 +71,13 @@ def stream_processes() -> set[int]:
     return out
 
 
+def settle(done, timeout_s: float = 30.0) -> None:
+    """Wait for a killed actor's process to exit: Ray reaps it asynchronously, so the count is checked after."""
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def comparable(result: dict) -> str:
     return json.dumps({k: v for k, v in result.items() if k != "timings"}, sort_keys=True)
 
@@ -90,15 +97,14 @@ def test_concurrent_streams_equal_each_stream_alone_and_close_frees_only_their_s
         held = ray.get(hosts["speech"].streams.remote())
         assert {p.stream for p in pipes} <= set(held)
         own = ray.get([p.ingest.pid.remote() for p in pipes])
+        settle(lambda: stream_processes() == set(own))  # the broken stream's process exits once Ray reaps it
         assert stream_processes() == set(own)  # one process per stream (its reader and sink), no other
         together = [p.wait() for p in pipes]
         pipes[0].close()  # removing one stream frees its state in every host, and only its state
         for name, host in hosts.items():
             held = set(ray.get(host.streams.remote()))
             assert pipes[0].stream not in held and {pipes[1].stream, pipes[2].stream} <= held, name
-        deadline = time.monotonic() + 30
-        while own[0] in stream_processes() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        settle(lambda: own[0] not in stream_processes())
         assert stream_processes() == set(own[1:])  # and its process, only its
     finally:
         for p in [*pipes, broken]:

@@ -77,9 +77,9 @@ class Chromium:
         self.call("DOM.setFileInputFiles", files=[str(path)], nodeId=node)
 
     def type_into(self, selector: str, text: str) -> None:
-        """Focus the element, type `text` and press Enter (how Streamlit text inputs commit)."""
+        """Focus the element, type `text` over what it holds and press Enter (how Streamlit text inputs commit)."""
         if not self.js(f"(() => {{ const e = document.querySelector({selector!r}); if (!e) return false; "
-                       "e.focus(); return true; })()"):
+                       "e.focus(); e.select(); return true; })()"):
             raise RuntimeError(f"no element matches {selector}")
         self.call("Input.insertText", text=text)
         for kind in ("keyDown", "keyUp"):

@@ -91,6 +91,15 @@ def click_until(b, label: str, done: str, what: str, tries: int = 3, wait_s: flo
                 raise
 
 
+def expander_text(b, title: str) -> str:
+    """What the expander titled `title` shows, with the values of its text boxes: the part of the page that a
+    failure is about (the whole page runs past what a CI log keeps)."""
+    return b.js(f"(() => {{ const d = [...document.querySelectorAll('details')].find(x => x.innerText.includes("
+                f"{title!r})); if (!d) return 'no expander {title}'; const v = [...d.querySelectorAll('input')]"
+                ".map(i => (i.getAttribute('aria-label') || '?') + '=' + i.value).join(', '); "
+                "return d.innerText + ' | inputs: ' + v; })()")
+
+
 def keep_screenshot(shot: Path, name: str, width: int = 900) -> None:
     """`FORESIGHT_DASHBOARD_DOCS=docs/img pytest ...` keeps the tests' screenshots there for the docs: cut below
     the last content of the main column, `width` pixels wide, 64 colours (a few tens of kB each)."""
