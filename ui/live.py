@@ -16,7 +16,7 @@ from models.errors import BadInput
 from pipelines.sinks.store import Store
 from ui.data import LiveState, fmt_time
 from ui.panels import failure, show_panels, state_badge
-from ui.picture import analysed_picture
+from ui.picture import analysed_picture, data_url
 from ui.playback import playback_panel
 
 
@@ -122,7 +122,7 @@ def picture(manager: StreamManager, stream: LiveStream, health: dict | None = No
         since = (health or {}).get("outage_since")
         st.warning("STALE: the camera is away" + (f" since {time.strftime('%H:%M:%S', time.localtime(since))}"
                                                   if since else "") + "; this is the last picture it sent")
-    st.image(drawn, width="content",  # its 640 px, or the screen's width on a phone
+    st.image(data_url(drawn), width="content",  # its 640 px, or the screen's width on a phone
              caption=f"{'last ' if away else ''}analysed picture of {fmt_time(shot.get('time') or 0.0)}, "
                      "with its own boxes")
     counts = line_counts(health)

@@ -9,6 +9,7 @@ dashboard opens no second connection to the camera.
 
 from __future__ import annotations
 
+import base64
 import io
 
 import numpy as np
@@ -25,6 +26,17 @@ SKELETON_COLOR = "#17becf"
 SKELETON = ((11, 12), (11, 13), (13, 15), (12, 14), (14, 16), (11, 23), (12, 24), (23, 24), (23, 25), (25, 27),
             (24, 26), (26, 28))
 MIN_VISIBILITY = 0.3
+
+
+def data_url(image: Image.Image | bytes, quality: int = 85) -> str:
+    """The picture as a `data:` URL, which travels inside the page. Handed to `st.image` as bytes, a picture
+    becomes a /media/ file that a fragment's rerun deletes while the browser may still be fetching it
+    (streamlit#9079: the live view's /media 404s); a data URL has nothing to fetch. JPEG bytes pass as they are."""
+    if isinstance(image, Image.Image):
+        out = io.BytesIO()
+        image.convert("RGB").save(out, format="JPEG", quality=quality)
+        image = out.getvalue()
+    return "data:image/jpeg;base64," + base64.b64encode(image).decode("ascii")
 
 
 def analysed_picture(picture: dict, zones: tuple = (), lines: tuple = ()) -> Image.Image:

@@ -19,6 +19,7 @@ from app.services.streams import StreamManager
 from pipelines.sinks.store import Store
 from ui import backend
 from ui.data import fmt_time
+from ui.picture import data_url
 
 BEFORE_S = 3.0  # a card plays from this long before its time
 PAGE = 10
@@ -84,7 +85,7 @@ def card_view(store: Store, card: dict) -> None:
         pic, text, buttons = st.columns([2, 5, 2], vertical_alignment="center")
         thumb = store.card_thumbnail(card["id"]) if card["has_thumbnail"] else None
         if thumb:
-            pic.image(thumb, width=160)
+            pic.image(data_url(thumb), width=160)
         else:
             pic.caption("no picture")
         head, times = card_lines(card)

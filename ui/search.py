@@ -17,6 +17,7 @@ from pipelines.sinks.store import Store
 from ui import backend
 from ui.data import _readable, fmt_time
 from ui.hits import MAX_RESULTS, THUMB_PX, dedupe, page_of, page_summary, span_label, thumbnail_of, when_label
+from ui.picture import data_url
 
 BEFORE_S = 2.0  # a hit plays from this long before its start
 
@@ -74,7 +75,7 @@ def hit_row(store: Store, hit: dict, jobs: dict[str, tuple]) -> None:
     picture, text, action = st.columns([1.3, 6, 1.2], vertical_alignment="center")
     thumb = thumbnail_of(hit, folder, media)
     if thumb is not None:
-        picture.image(thumb, width=THUMB_PX)
+        picture.image(data_url(thumb), width=THUMB_PX)
     else:
         picture.caption("no picture")
     repeats = f"{hit['repeats']} identical hit{'s' * (hit['repeats'] > 1)} folded in" if hit.get("repeats") else ""
