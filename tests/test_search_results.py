@@ -215,7 +215,7 @@ def test_search_returns_one_hit_per_span_of_a_job(tmp_path):
 
 def test_dashboard_search_page_and_recordings_scrubber(recording, demo_clip, tmp_path, monkeypatch):
     """The real dashboard under AppTest on a store holding a stopped camera's job and its recording: the search
-    hit shows mm:ss, the recording's clock, a thumbnail and a Play that plays the recording from 2 s before; the
+    hit shows mm:ss, the recording's clock, a thumbnail and a Play that plays the recording from 3 s before; the
     Recordings expander says what is kept and plays from a typed wall-clock time."""
     import shutil
     from pathlib import Path
@@ -249,7 +249,7 @@ def test_dashboard_search_page_and_recordings_scrubber(recording, demo_clip, tmp
     videos = at.get("video")
     assert len(videos) == 1 and videos[0].proto.autoplay and videos[0].proto.muted
     said = [c.value for c in at.caption if c.value.startswith("from the recording (")]
-    assert said and "playing from 00:08, 2 s before the moment" in said[0], said
+    assert said and "playing from 00:07, 3 s before the moment" in said[0], said
 
     assert any("recorded 12:00:00-12:01:19 (00:19); nothing deleted yet (the retention keeps 60 min / 2 GB)"
                in c.value for c in at.caption), [c.value for c in at.caption]

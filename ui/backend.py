@@ -85,7 +85,10 @@ def recording_span(store: Store, job_id: str) -> RecordedSpan | None:
     return recorded_span(store, recordings_root(store.path), job_id)
 
 
-def recorded_clip(store: Store, job_id: str, t: float, before_s: float = 3.0, after_s: float = 10.0):
+LEAD_S = 3.0  # every player in the dashboard (card, search hit, playback button) starts this long before its moment
+
+
+def recorded_clip(store: Store, job_id: str, t: float, before_s: float = LEAD_S, after_s: float = 10.0):
     """The recording of job `job_id` from `before_s` before stream time `t` to `after_s` after it (a
     `pipelines.media.clips.Clip`), or None when that part is not recorded."""
     try:

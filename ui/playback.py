@@ -15,7 +15,6 @@ from ui import backend
 from ui.data import fmt_time
 from ui.timeline import human_label
 
-BEFORE_S = 3.0  # the clip starts this long before the moment
 MAX_EVENTS = 6
 
 
@@ -45,7 +44,7 @@ def playback_panel(store: Store, job_id: str, events: list[dict], alerts: list[d
         for col, (kind, t, name) in zip(cols, shown[row:row + 3], strict=False):
             label = f"▶ {fmt_time(t)} {name} ({kind})"
             if col.button(label, key=f"play_{job_id}_{kind}_{t:.2f}_{name[:40]}"):
-                clip = backend.recorded_clip(store, job_id, t, BEFORE_S)
+                clip = backend.recorded_clip(store, job_id, t, backend.LEAD_S)
                 playing[job_id] = (kind, t, name, clip)
     if job_id not in playing:
         return
@@ -53,7 +52,7 @@ def playback_panel(store: Store, job_id: str, events: list[dict], alerts: list[d
     if clip is None:
         player.warning(f"{fmt_time(t)} is not in the recording (not recorded, or older than the retention keeps)")
         return
-    begin = max(0.0, t - BEFORE_S)
+    begin = max(0.0, t - backend.LEAD_S)
     # a click means "play it": autoplay (muted, which browsers require for it; the controls unmute)
     player.video(clip.data, start_time=int(round(clip.offset(begin))), autoplay=True, muted=True)
     player.caption(f"from the recording ({fmt_time(clip.start)}-{fmt_time(clip.end)} of the stream): playing from "

@@ -21,7 +21,6 @@ from ui import backend
 from ui.data import fmt_time
 from ui.picture import data_url
 
-BEFORE_S = 3.0  # a card plays from this long before its time
 PAGE = 10
 KIND_NAMES = {"all": "all", "alert": "alert", "watch": "watch", "crossing": "line crossing", "loiter": "loiter",
               "event": "sound of note"}
@@ -51,13 +50,13 @@ def playable(store: Store, card: dict) -> tuple | None:
     job the newest (the card says when it last fired), else the first when the recording cannot cut the newest."""
     if backend.has_recording(store, card["job_id"]):
         for t in dict.fromkeys((float(card["last_time"]), float(card["time"]))):
-            clip = backend.recorded_clip(store, card["job_id"], t, BEFORE_S)
+            clip = backend.recorded_clip(store, card["job_id"], t, backend.LEAD_S)
             if clip is not None:
-                return "clip", clip, int(round(clip.offset(max(0.0, t - BEFORE_S)))), t
+                return "clip", clip, int(round(clip.offset(max(0.0, t - backend.LEAD_S)))), t
         return None
     media = backend.media_for(store, card["job_id"])
     t = float(card["time"])
-    return None if media is None else ("file", str(media), int(max(0.0, t - BEFORE_S)), t)
+    return None if media is None else ("file", str(media), int(max(0.0, t - backend.LEAD_S)), t)
 
 
 def _player(player, playing: tuple | None) -> None:
@@ -71,8 +70,8 @@ def _player(player, playing: tuple | None) -> None:
     kind, media, start, t = what
     player.video(media.data if kind == "clip" else media, start_time=start, autoplay=True, muted=True)
     player.caption(f"{card['title']} ({KIND_NAMES.get(card['kind'], card['kind'])}): playing "
-                   f"{'its recording' if kind == 'clip' else 'the file'} from {fmt_time(max(0.0, t - BEFORE_S))}, "
-                   f"{BEFORE_S:.0f} s before {'its last firing at ' if t != card['time'] else ''}{fmt_time(t)}")
+                   f"{'its recording' if kind == 'clip' else 'the file'} from {fmt_time(max(0.0, t - backend.LEAD_S))}, "
+                   f"{backend.LEAD_S:.0f} s before {'its last firing at ' if t != card['time'] else ''}{fmt_time(t)}")
 
 
 def _play(store: Store, card: dict) -> None:

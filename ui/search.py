@@ -19,8 +19,6 @@ from ui.data import _readable, fmt_time
 from ui.hits import MAX_RESULTS, THUMB_PX, dedupe, page_of, page_summary, span_label, thumbnail_of, when_label
 from ui.picture import data_url
 
-BEFORE_S = 2.0  # a hit plays from this long before its start
-
 
 def hit_key(hit: dict) -> str:
     """A stable key of one hit (its job, source and span), for widget keys and the session's player."""
@@ -94,13 +92,13 @@ def hit_row(store: Store, hit: dict, jobs: dict[str, tuple]) -> None:
 
 
 def _clip(store: Store, hit: dict, folder) -> object:
-    """The recording's clip from `BEFORE_S` before the hit to a few seconds after its end, or None."""
-    return backend.recorded_clip(store, hit["job_id"], float(hit["start"]), BEFORE_S,
+    """The recording's clip from `backend.LEAD_S` before the hit to a few seconds after its end, or None."""
+    return backend.recorded_clip(store, hit["job_id"], float(hit["start"]), backend.LEAD_S,
                                  max(10.0, float(hit["end"]) - float(hit["start"]) + 5.0))
 
 
 def _player(hit: dict, folder, media, clip) -> None:
-    begin = max(0.0, float(hit["start"]) - BEFORE_S)
+    begin = max(0.0, float(hit["start"]) - backend.LEAD_S)
     if folder is None:
         st.video(str(media), start_time=int(begin), autoplay=True, muted=True)
         st.caption(f"from the kept file, playing from {fmt_time(begin)} ({hit['start'] - begin:.0f} s before the moment)")
