@@ -154,6 +154,9 @@ class MediaDecoder:
             self._skip_mode = mode
         if not wanted:
             self._unwanted.append(t)
+            if len(self._unwanted) > 64:  # frames without times never settle it; no decoder holds 64 frames back
+                self._unwanted.pop(0)
+                self.frames_skipped += 1
 
     def _may_be_sampled(self, packet) -> tuple[bool, float | None]:
         """Whether the frame of this packet could be the first at or after a sampling instant, and its time.
