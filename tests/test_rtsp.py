@@ -137,5 +137,6 @@ def test_rtsp_over_tcp(rtsp_tcp_server, ray_runtime):
     finally:
         pipe.close()
     assert result["ingest"]["health"] == "ended" and result["ingest"]["segments_emitted"] >= 6
-    assert result["has_audio"] and result["has_video"] and result["ingest"]["frames_decoded"] > 100
+    read = result["ingest"]["frames_decoded"] + result["ingest"].get("frames_skipped", 0)  # unused B-frames: skipped
+    assert result["has_audio"] and result["has_video"] and read > 100 and result["ingest"]["frames_decoded"] > 12
     assert any(e["label"] == "Speech" for e in result["events"])

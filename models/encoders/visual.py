@@ -94,10 +94,10 @@ class PoseTracker:
     vertical velocity across seconds."""
 
     def __init__(self, num_poses: int = 2, model: str = "mediapipe"):
-        import mediapipe as mp
-        from mediapipe.tasks.python import BaseOptions, vision
+        from models.encoders.mediapipe_parts import mediapipe_vision
 
-        self._mp, self.model, self.num_poses = mp, check_pose(model), num_poses
+        self._mp = vision = mediapipe_vision()  # without MediaPipe's front doors (no matplotlib)
+        self.model, self.num_poses = check_pose(model), num_poses
         self.joints = JOINTS[model]
         self.movenet = self.landmarker = None
         if model == "movenet-multipose":
@@ -106,7 +106,7 @@ class PoseTracker:
             self.movenet = MovenetPoses()
         else:
             options = vision.PoseLandmarkerOptions(
-                base_options=BaseOptions(model_asset_path=str(mediapipe_task("pose_landmarker_full.task"))),
+                base_options=vision.BaseOptions(model_asset_path=str(mediapipe_task("pose_landmarker_full.task"))),
                 running_mode=vision.RunningMode.VIDEO, num_poses=num_poses)
             with quiet_native_logs():
                 self.landmarker = vision.PoseLandmarker.create_from_options(options)
@@ -185,12 +185,11 @@ class FaceCounter:
     """MediaPipe FaceLandmarker on one frame; returns face boxes (pixels) from the landmark extent."""
 
     def __init__(self, num_faces: int = 4):
-        import mediapipe as mp
-        from mediapipe.tasks.python import BaseOptions, vision
+        from models.encoders.mediapipe_parts import mediapipe_vision
 
-        self._mp = mp
+        self._mp = vision = mediapipe_vision()
         options = vision.FaceLandmarkerOptions(
-            base_options=BaseOptions(model_asset_path=str(mediapipe_task("face_landmarker.task"))),
+            base_options=vision.BaseOptions(model_asset_path=str(mediapipe_task("face_landmarker.task"))),
             running_mode=vision.RunningMode.IMAGE, num_faces=num_faces)
         with quiet_native_logs():
             self.landmarker = vision.FaceLandmarker.create_from_options(options)

@@ -1,13 +1,20 @@
 """Decoding with PyAV: sampled RGB frames and 16 kHz mono audio, timed on the stream's own clock.
 
-Every video frame is decoded (inter-coded video needs it) but only the frames the sampler wants are
-converted to RGB, which is where most of the per-frame cost would otherwise go. When no stage reads pictures
+Only the frames the sampler may take and the reference frames (which the others are predicted from) are
+decoded: a packet whose frame cannot be a sampled one is decoded with `skip_frame="NONREF"`, so FFmpeg drops it
+if no other frame refers to it (H.264/HEVC B-frames, mostly). Which frame the sampler takes is decided from the
+packet's timestamp before decoding (`_may_be_sampled`), so the sampled frames, and with them motion, the
+motion gate and every model's input, are those of decoding every frame. Only sampled frames are converted to
+RGB, which is where most of the per-frame cost would otherwise go. When no stage reads pictures
 (`decode_video=False`, e.g. `--no-visual`), video packets are demuxed but not decoded: their timestamps still
 drive the sampling grid and the clock (samples without pixels), and the recorder still gets every packet.
 """
 
 from __future__ import annotations
 
+import math
+import os
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -17,6 +24,8 @@ import numpy as np
 from models.errors import BadInput
 
 AUDIO_RATE = 16_000
+DECODE_ALL_ENV = "FORESIGHT_DECODE_ALL"  # "1": decode every frame (the benchmarks' reference)
+_EPS = 1e-3  # seconds of slack around a sampling instant: a frame this close to one is always decoded
 
 
 @dataclass
@@ -54,11 +63,13 @@ class MediaDecoder:
     `sample_fps` frames per second are kept (the first frame at or after each sampling instant), scaled so the
     longer side is at most `max_side`. Times are seconds from the container's start. With `decode_video`
     False the video is not decoded: each sampling instant yields a VideoSample without pixels, timed by the
-    packet that reached it, and `frames_skipped` counts the video frames read but not decoded.
+    packet that reached it, and `frames_skipped` counts the video frames read but not decoded (also the
+    non-reference frames left undecoded because the sampler could not take them; `skip_unsampled=False`
+    or FORESIGHT_DECODE_ALL=1 decodes every frame).
     """
 
     def __init__(self, container, sample_fps: float = 2.0, max_side: int = 640, decode_threads: int = 0,
-                 decode_video: bool = True):
+                 decode_video: bool = True, skip_unsampled: bool | None = None):
         self.container = container
         self.sample_fps = sample_fps
         self.max_side = max_side
@@ -78,6 +89,12 @@ class MediaDecoder:
         self.decode_errors = 0
         self._next_sample = 0.0
         self._last_video_t: float | None = None
+        if skip_unsampled is None:
+            skip_unsampled = os.environ.get(DECODE_ALL_ENV, "") != "1"
+        self.skip_unsampled = skip_unsampled and decode_video and self.video is not None
+        self._recent_pts: deque[float] = deque(maxlen=32)  # the last packets' times, in decode order
+        self._unwanted: list[float] = []  # times of packets sent with NONREF whose frame has not come out yet
+        self._skip_mode = "DEFAULT"
         self._resampler = (av.AudioResampler(format="flt", layout="mono", rate=AUDIO_RATE)
                            if self.audio is not None else None)
         self._audio_anchor: float | None = None
@@ -110,6 +127,8 @@ class MediaDecoder:
             if packet.stream is self.video and not self.decode_video:
                 items = [self._on_video_packet(packet)]
             else:
+                if self.skip_unsampled and packet.stream is self.video:
+                    self._set_skip(packet)
                 try:
                     frames = packet.decode()
                 except av.error.InvalidDataError:
@@ -121,11 +140,53 @@ class MediaDecoder:
             for item in items:
                 if item is not None:
                     yield item
+        self.frames_skipped += len(self._unwanted)  # never came out of the decoder: skipped
+        self._unwanted.clear()
         for item in self._flush_audio():
             yield item
 
+    def _set_skip(self, packet) -> None:
+        """Decode this packet's frame whatever its kind if the sampler may take it; else only if it is a reference."""
+        wanted, t = self._may_be_sampled(packet)
+        mode = "DEFAULT" if wanted else "NONREF"
+        if mode != self._skip_mode:  # per packet: FFmpeg's frame threads copy it when the packet is submitted
+            self.video.codec_context.skip_frame = mode
+            self._skip_mode = mode
+        if not wanted:
+            self._unwanted.append(t)
+            if len(self._unwanted) > 64:  # frames without times never settle it; no decoder holds 64 frames back
+                self._unwanted.pop(0)
+                self.frames_skipped += 1
+
+    def _may_be_sampled(self, packet) -> tuple[bool, float | None]:
+        """Whether the frame of this packet could be the first at or after a sampling instant, and its time.
+
+        A frame at t is sampled exactly when a grid instant k/sample_fps lies in (q, t], q being the time of the
+        frame shown just before it. Packets come in decode order, so q is not known yet, but the latest time below
+        t among the packets seen so far is at most q: testing that wider interval never skips a sampled frame."""
+        if packet.size == 0 or packet.pts is None or self.zero is None:
+            return True, None
+        t = float(packet.pts * packet.time_base) - self.zero
+        before = [s for s in self._recent_pts if s < t]
+        self._recent_pts.append(t)
+        if not before:
+            return True, t
+        latest_instant = math.floor((t + _EPS) * self.sample_fps) / self.sample_fps
+        return latest_instant > max(before) - _EPS, t
+
+    def _count_unwanted(self, t: float | None) -> None:
+        """A frame at t came out: the NONREF packets before it that did not come out were skipped (frames come
+        out in presentation order), and one at t was a reference frame, decoded."""
+        if not self._unwanted or t is None:
+            return
+        left = [u for u in self._unwanted if u > t + 1e-6]
+        self.frames_skipped += sum(1 for u in self._unwanted if u < t - 1e-6)
+        self._unwanted = left
+
     def _on_video(self, frame) -> VideoSample | None:
         self.frames_decoded += 1
+        if self._unwanted:
+            self._count_unwanted(frame.time - self.zero if frame.time is not None and self.zero is not None else None)
         t = self._sampled(frame.time)
         if t is None:
             return None

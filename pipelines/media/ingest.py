@@ -57,7 +57,7 @@ class ReconnectPolicy:
 class IngestStats:
     health: Health = Health.CONNECTING
     frames_decoded: int = 0
-    frames_skipped: int = 0  # video frames read but not decoded: no stage reads pictures (e.g. --no-visual)
+    frames_skipped: int = 0  # video frames read, not decoded: no stage reads pictures, or unsampled non-references
     segments_emitted: int = 0
     segments_dropped: int = 0
     frames_dropped: int = 0

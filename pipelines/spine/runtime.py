@@ -9,12 +9,14 @@ Ray's token authentication: see docs/deploy.md.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 
 
 def ensure_ray(num_cpus: int | None = None) -> None:
+    """Join RAY_ADDRESS's cluster, or start a loopback-only local one sized for this machine's streams."""
     address = os.environ.get("RAY_ADDRESS") or None
     if address is None:
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when ray is imported, and by its children
@@ -44,17 +46,21 @@ def ensure_ray(num_cpus: int | None = None) -> None:
         os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    from pipelines.spine.ray_dashboard import dashboard_wanted, lean_local_start
     from pipelines.spine.threads import thread_environment
 
+    dashboard = dashboard_wanted()  # then Ray's default: its dashboard if installed, else the minimal head
     # Every worker, on this machine or a cluster's, runs with the driver's numeric thread count.
-    kwargs = dict(include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
+    kwargs = dict(include_dashboard=None if dashboard else False, logging_level=logging.ERROR, log_to_driver=False,
                   configure_logging=True, runtime_env={"env_vars": thread_environment()})
     if address is None:
         kwargs["num_cpus"] = num_cpus or os.cpu_count() or 2
         from pipelines.spine.reaper import start_reaper
 
         start_reaper()  # the local cluster ends with this process, even after kill -9 (agents included)
-    ray.init(address=address, **kwargs)
+    # Ray's dashboard head and agent only when asked for (FORESIGHT_RAY_DASHBOARD=1); a cluster's are its own.
+    with contextlib.nullcontext() if dashboard or address is not None else lean_local_start():
+        ray.init(address=address, **kwargs)
 
 
 def shutdown_ray() -> None:
