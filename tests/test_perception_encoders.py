@@ -348,8 +348,8 @@ def test_audio_stage_with_the_speech_stage_vad_gives_the_vectors_of_its_own_vad(
     assert speaking >= 3  # the demo clip speaks from 1 s on: the vector's speech part is exercised
 
 
-def test_the_encoder_version_names_the_detector_and_the_motion_gate():
-    """Cached features are keyed by the encoder version: another detector or gate must not reuse them."""
+def test_the_encoder_version_names_the_detector_the_motion_gate_and_the_pose():
+    """Cached features are keyed by the encoder version: another detector, gate or pose must not reuse them."""
     from dataclasses import replace
 
     from models.encoders.embedded import EmbeddedEncoder
@@ -359,6 +359,6 @@ def test_the_encoder_version_names_the_detector_and_the_motion_gate():
         return EmbeddedEncoder(replace(VisualConfig(), **changes), audio_enabled=False, visual_enabled=False).version
 
     versions = {version(), version(detector="yolov3-tiny"), version(detector="nanodet"), version(motion_gate=None),
-                version(detector="yolov3-tiny", motion_gate=None)}
-    assert len(versions) == 5
+                version(detector="yolov3-tiny", motion_gate=None), version(pose_model="movenet-multipose")}
+    assert len(versions) == 6 and "|pose-" not in version(pose_model="mediapipe")  # MediaPipe's caches stay valid
     assert "|det-" not in version(detector="yolov3-tiny", motion_gate=None)  # the caches made before either existed
