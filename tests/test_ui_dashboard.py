@@ -92,6 +92,8 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     at.slider(key="safety").set_value(0.9).run()
     assert at.selectbox(key="detector").value == "ssd-mobilenetv2"  # the default detector
     at.selectbox(key="detector").set_value("nanodet").run()
+    assert at.selectbox(key="pose").value == "mediapipe"  # the default pose model
+    at.selectbox(key="pose").set_value("movenet-multipose").run()
     at.button(key="analyze_path").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
@@ -104,6 +106,10 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     # NanoDet analysed it: its own reading of the demo's motorbike and coffee pictures (SSD finds neither)
     seen = {label for s in result["seconds"] for label in (s.get("objects") or {})}
     assert {"bicycle", "toilet"} & seen, seen
+    # and MoveNet: it sees the astronaut's and the cameraman's hips too faintly to call a posture, where
+    # MediaPipe's landmarker calls them sitting or standing (it guesses the hidden legs)
+    postures = [p for s in result["seconds"] for p in s["postures"]]
+    assert postures and set(postures) == {"unknown"}, postures
     subheaders = {s.value for s in at.subheader}
     assert {"Timeline", "Transcript", "Alerts", "Search moments"} <= subheaders
     assert "Stream health" not in subheaders  # a file has no stream health
@@ -251,6 +257,9 @@ def test_analysis_options_carry_questions_watches_and_the_safety_threshold():
     assert plain.stages.detector == "ssd-mobilenetv2" and analysis_options(detector="nanodet").stages.detector == "nanodet"
     with pytest.raises(BadInput, match="unknown detector 'yolo9'"):
         analysis_options(detector="yolo9")
+    assert plain.stages.pose == "mediapipe" and analysis_options(pose="movenet-multipose").stages.pose == "movenet-multipose"
+    with pytest.raises(BadInput, match="pose: unknown pose model 'openpose'; choose one of: mediapipe, movenet"):
+        analysis_options(pose="openpose")
 
 
 def test_boxes_are_drawn_scaled_onto_the_picture():
