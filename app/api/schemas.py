@@ -143,7 +143,7 @@ class StreamCreate(BaseModel):
         """The picture models this stream asked for (checked), for the stream manager."""
         from app.services.model_choice import MODELS, check_models
 
-        return check_models({name: getattr(self, name) for name in MODELS})
+        return check_models({name: getattr(self, name) for name in MODELS}, echo=False)
 
 
 def _checked_models(body):

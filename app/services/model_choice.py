@@ -22,9 +22,10 @@ MODELS: dict[str, tuple[Callable[[str], str], str, tuple[str, ...]]] = {
 }
 
 
-def check_models(chosen: Mapping[str, str | None], prefix: str = "") -> dict[str, str]:
+def check_models(chosen: Mapping[str, str | None], prefix: str = "", echo: bool = True) -> dict[str, str]:
     """The given names (None or absent: the server's or the default), checked; BadInput names the field at fault
-    (`prefix` + field, e.g. '--pose')."""
+    (`prefix` + field, e.g. '--pose') and the names offered, and the name given only with `echo` (the REST API
+    never sends a caller's value back)."""
     out = {}
     for field, name in chosen.items():
         if name is None:
@@ -32,7 +33,8 @@ def check_models(chosen: Mapping[str, str | None], prefix: str = "") -> dict[str
         try:
             out[field] = MODELS[field][0](name)
         except BadInput as exc:
-            raise BadInput(f"{prefix}{field}: {exc}") from None
+            reason = exc if echo else f"unknown name; choose one of: {', '.join(MODELS[field][2])}"
+            raise BadInput(f"{prefix}{field}: {reason}") from None
     return out
 
 

@@ -49,7 +49,7 @@ def _models(fields: dict[str, list[str]]) -> dict[str, str]:
             raise UploadRejected(422, f"{name}: give one name, not {len(values)}")
         given[name] = values[0].strip() if values else None
     try:
-        return check_models(given)
+        return check_models(given, echo=False)
     except BadInput as exc:
         raise UploadRejected(422, str(exc)) from None
 
