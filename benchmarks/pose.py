@@ -54,7 +54,7 @@ def mediapipe_skeletons():
     from models.encoders.visual import PoseTracker
 
     def run(rgb: np.ndarray) -> tuple[list, float]:
-        tracker = PoseTracker(num_poses=2)
+        tracker = PoseTracker(num_poses=2, model="mediapipe")
         try:
             t0 = time.perf_counter()
             found = tracker.track([rgb], [0.0])

@@ -106,6 +106,16 @@ def test_bad_arguments_are_refused(tmp_path, capsys):
     assert build_main(["--out", str(tmp_path), "--clips", "1", "--no-features"]) == 2
     assert "error:" in capsys.readouterr().err
     assert build_main(["--out", str(tmp_path), "--clips", "4", "--min-seconds", "3", "--no-features"]) == 2
+    capsys.readouterr()
+    assert build_main(["--out", str(tmp_path), "--clips", "4", "--pose", "openpose", "--no-features"]) == 2
+    assert "--pose: unknown pose model 'openpose'" in capsys.readouterr().err
+
+
+def test_the_corpus_pose_flag_reaches_the_encoder_settings():
+    from training.corpus.cli import _visual_config
+
+    assert _visual_config(None, None) is None  # the app's defaults
+    assert _visual_config(None, None, "movenet-multipose").pose_model == "movenet-multipose"
 
 
 # --------------------------------------------------------------------------------------------------

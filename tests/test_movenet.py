@@ -57,12 +57,12 @@ def test_pose_tracker_on_movenet_gives_people_with_postures_and_the_pose_flag_re
     assert len(people) == 1 and len(people[0]["landmarks"]) == 17 and tracker.landmarker is None
     assert people[0]["posture"] in ("standing", "sitting", "lying", "unknown") and people[0]["visibility"] > 0.2
     config = tmp_path / "f.toml"
-    config.write_text('[analysis]\npose = "movenet-multipose"\n')
+    config.write_text('[analysis]\npose = "mediapipe"\n')
     parser = build_parser()
     args = parse_args(parser, ["analyze", "clip.mp4", "--config", str(config)], parser.config_targets, env={})
-    assert analysis_options(args).stages.pose == "movenet-multipose"
+    assert analysis_options(args).stages.pose == "mediapipe"
     parser = build_parser()  # the TOML's values became that parser's defaults
     plain = parse_args(parser, ["analyze", "clip.mp4"], parser.config_targets, env={})
-    assert analysis_options(plain).stages.pose == "mediapipe"
+    assert analysis_options(plain).stages.pose == "movenet-multipose"  # the default
     with pytest.raises(BadInput, match="--pose: unknown pose model 'openpose'.*movenet-multipose"):
         analysis_options(parse_args(parser, ["analyze", "clip.mp4", "--pose", "openpose"], parser.config_targets, env={}))

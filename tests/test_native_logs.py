@@ -49,7 +49,7 @@ def test_env_keeps_everything(capfd, monkeypatch):
 def test_mediapipe_pose_and_faces_build_run_and_close_quietly(capfd):
     from models.encoders.visual import FaceCounter, PoseTracker
 
-    pose, faces = PoseTracker(), FaceCounter()
+    pose, faces = PoseTracker(model="mediapipe"), FaceCounter()  # MediaPipe's own logs
     frame = np.zeros((360, 640, 3), np.uint8)
     pose.track([frame, frame], [0.0, 0.5])
     faces.detect(frame)

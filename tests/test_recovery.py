@@ -72,7 +72,7 @@ def test_a_killed_server_leaves_no_ray_process_and_the_next_one_resumes_persiste
         with server.client() as c:
             stream = c.post("/v1/streams", json={"source": rtsp_server.url, "rtsp_transport": "udp",
                                                  "persistent": True, "watches": ["a phone rings"],
-                                                 "zones": [DOOR], "lines": [GATE]}).json()
+                                                 "zones": [DOOR], "lines": [GATE], "pose": "movenet-multipose"}).json()
             assert stream["persistent"] and stream["job_id"] == f"stream-{stream['id']}"
             wait_status(c, stream["id"], "running", server)
             changed = c.put(f"/v1/streams/{stream['id']}/watches", json={"watches": ["someone shouts for help"]})
@@ -96,8 +96,9 @@ def test_a_killed_server_leaves_no_ray_process_and_the_next_one_resumes_persiste
         with again.client() as c:
             info = c.get(f"/v1/streams/{stream['id']}").json()
             assert info["persistent"] and info["job_id"] == f"stream-{stream['id']}-r1", info
-            # It comes back as it was left: the watches changed while it ran, its zone and its line.
+            # It comes back as it was left: the watches changed while it ran, its zone, its line and its pose.
             assert (info["watches"], info["zones"], info["lines"]) == (["someone shouts for help"], [DOOR], [GATE])
+            assert info["pose"] == "movenet-multipose", info
             old = c.get(f"/v1/jobs/{stream['job_id']}").json()
             assert old["status"] == "failed" and "restarts under a new job" in old["error"]
             wait_status(c, stream["id"], "running", again)

@@ -92,6 +92,8 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     at.slider(key="safety").set_value(0.9).run()
     assert at.selectbox(key="detector").value == "ssd-mobilenetv2"  # the default detector
     at.selectbox(key="detector").set_value("nanodet").run()
+    assert at.selectbox(key="pose").value == "movenet-multipose"  # the default pose model
+    at.selectbox(key="pose").set_value("mediapipe").run()
     at.button(key="analyze_path").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
@@ -104,6 +106,10 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     # NanoDet analysed it: its own reading of the demo's motorbike and coffee pictures (SSD finds neither)
     seen = {label for s in result["seconds"] for label in (s.get("objects") or {})}
     assert {"bicycle", "toilet"} & seen, seen
+    # and MediaPipe: it calls the astronaut and the cameraman sitting or standing (it guesses hidden legs), where
+    # MoveNet, the default, sees their hips too faintly to call a posture ("unknown")
+    postures = [p for s in result["seconds"] for p in s["postures"]]
+    assert {"sitting", "standing"} & set(postures), postures
     subheaders = {s.value for s in at.subheader}
     assert {"Timeline", "Transcript", "Alerts", "Search moments"} <= subheaders
     assert "Stream health" not in subheaders  # a file has no stream health
@@ -251,6 +257,9 @@ def test_analysis_options_carry_questions_watches_and_the_safety_threshold():
     assert plain.stages.detector == "ssd-mobilenetv2" and analysis_options(detector="nanodet").stages.detector == "nanodet"
     with pytest.raises(BadInput, match="unknown detector 'yolo9'"):
         analysis_options(detector="yolo9")
+    assert plain.stages.pose == "movenet-multipose" and analysis_options(pose="mediapipe").stages.pose == "mediapipe"
+    with pytest.raises(BadInput, match="pose: unknown pose model 'openpose'; choose one of: mediapipe, movenet"):
+        analysis_options(pose="openpose")
 
 
 def test_boxes_are_drawn_scaled_onto_the_picture():
@@ -282,6 +291,11 @@ def test_pose_skeletons_are_drawn_where_the_landmarks_are():
     assert tuple(out[100, 200]) == (0x17, 0xbe, 0xcf)  # on the shoulder line
     assert not out[130:175, 95:105].any()  # nothing towards the unseen hip
     assert not out[:, :90].any() and not out[:, 310:].any()  # and nothing beyond the shoulders
+    coco = [[0.0, 0.0, 0.0, 0.0] for _ in range(17)]  # MoveNet's 17 COCO keypoints: the shoulders are 5 and 6
+    coco[5], coco[6], coco[11] = [0.25, 0.5, 0, 0.9], [0.75, 0.5, 0, 0.9], [0.25, 0.9, 0, 0.1]
+    out = np.asarray(draw_boxes(frame, {"frame_size": [640, 360], "pose": [{"id": 1, "landmarks": coco}]}))
+    assert tuple(out[100, 200]) == (0x17, 0xbe, 0xcf) and not out[130:175, 95:105].any()
+    assert not out[:, :90].any() and not out[:, 310:].any()
 
 
 def test_track_ids_zones_and_lines_are_drawn_on_the_picture():

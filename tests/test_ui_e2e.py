@@ -58,6 +58,8 @@ def test_upload_analysis_screenshot_shows_timeline(dashboard, demo_clip, tmp_pat
         b.wait_for(f"document.querySelector({slider!r}) !== null", 90, "the safety slider")
         detector = "input[aria-label='Object detector']"  # the sidebar's --detector, at its default
         b.wait_for(f"document.querySelector({detector!r})?.value === 'ssd-mobilenetv2'", 30, "the detector box")
+        pose = "input[aria-label='Pose model']"  # and its --pose
+        b.wait_for(f"document.querySelector({pose!r})?.value === 'movenet-multipose'", 30, "the pose box")
         b.press(slider, "Home", 36)  # the most watchful threshold: the demo then raises an alert
         b.wait_for(f"document.querySelector({slider!r}).value === '0.05' && " + has_text("0.05"), 30,
                    "the safety threshold at 0.05")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from app.services import uploads
 from app.services.jobs import ground_queries, run_job
+from app.services.model_choice import MODELS, check_models, with_models
 from app.services.recordings import (
     RecordedSpan,
     Retention,
@@ -27,12 +28,12 @@ from app.services.recordings import (
 from app.services.search import SearchService
 from app.services.settings import dashboard_db
 from app.services.streams import LiveStream, StreamManager, live_spec
-from models.encoders.detectors import DEFAULT_DETECTOR, DETECTOR_NAMES, check_detector
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, GroundingConfig
 from pipelines.sinks.store import Store
 
-DETECTOR, DETECTORS = DEFAULT_DETECTOR, DETECTOR_NAMES  # the dashboard's default detector, and its choices
+DETECTOR, DETECTORS = MODELS["detector"][1:]  # the dashboard's default detector, and its choices
+POSE, POSES = MODELS["pose"][1:]  # and pose model
 
 __all__ = ["analysis_options", "analyze_file", "db_path", "max_streams", "media_dir", "media_for", "has_recording", "recorded_clip",
            "recording_folder", "recording_span", "retention", "save_upload", "searcher", "start_stream", "stream_manager", "webcams"]
@@ -98,15 +99,15 @@ def recorded_clip(store: Store, job_id: str, t: float, before_s: float = LEAD_S,
 
 
 def analysis_options(questions: list[str] = (), watches: list[str] = (),
-                     safety_threshold: float | None = None, detector: str = DETECTOR) -> AnalyzeOptions:
+                     safety_threshold: float | None = None, detector: str = DETECTOR,
+                     pose: str = POSE) -> AnalyzeOptions:
     """Options for one file or stream: questions answered at the end, standing queries (watches) checked as the
     source plays, and the safety monitor's threshold. Both need the grounding checkpoint (BadInput if absent,
     for watches; questions then fall back to text matching, as the REST API does)."""
     from app.services.jobs import resolve_grounder
 
-    opts = AnalyzeOptions()
+    opts = with_models(AnalyzeOptions(), check_models({"detector": detector, "pose": pose}))
     opts.stages.safety_threshold = safety_threshold
-    opts.stages.detector = check_detector(detector)
     questions, watches = [q for q in questions if q.strip()], [w for w in watches if w.strip()]
     if questions or watches:
         checkpoint = resolve_grounder(None)

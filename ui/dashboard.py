@@ -76,7 +76,7 @@ def run_file_analysis(path: Path, uploaded: bool = False) -> None:
     questions, threshold = state.asked
     bar = st.progress(0.0, text=f"analysing {path.name}")
     try:
-        options = backend.analysis_options(questions, [], threshold, detector)
+        options = backend.analysis_options(questions, [], threshold, detector, pose)
         job_id, result = backend.analyze_file(store, path, options, lambda f: bar.progress(f, text=f"{f:.0%}"),
                                               questions=questions)
     except (BadInput, UploadRejected, FileNotFoundError) as exc:
@@ -94,6 +94,8 @@ st.sidebar.title("Foresight")
 kind = st.sidebar.radio("Source", ["Upload a file", "File on the server", "RTSP / HTTP URL", "Webcam"], key="kind")
 detector = st.sidebar.selectbox("Object detector", backend.DETECTORS, index=backend.DETECTORS.index(backend.DETECTOR),
                                 key="detector", help="the CLI's --detector; docs/perception.md has their table")
+pose = st.sidebar.selectbox("Pose model", backend.POSES, index=backend.POSES.index(backend.POSE), key="pose",
+                            help="the CLI's --pose; docs/perception.md compares them")
 if kind == "Upload a file":
     uploaded = st.sidebar.file_uploader("Clip", type=None, key="upload")
     # Streamlit's own "N per file" rounds to whole units (512 MB reads "1GB"): hide it and say the limit exactly
@@ -126,7 +128,7 @@ else:
     if st.sidebar.button("Start", key="start_live", disabled=not source, type="primary"):
         try:
             stream = backend.start_stream(manager, source, transport,
-                                          backend.analysis_options([], watches, threshold, detector), zones, lines,
+                                          backend.analysis_options([], watches, threshold, detector, pose), zones, lines,
                                           track)
             state.update(viewing=stream.id, result=None, job_id=None, error=None)
         except (BadInput, TooManyStreams) as exc:

@@ -22,9 +22,12 @@ TEXT_COLOR = "#2ca02c"  # text read on screen: its own colour, never taken for a
 ZONE_COLOR, LINE_COLOR = "#9467bd", "#e377c2"
 SAME_TRACK_IOU = 0.3  # a key-frame box is that track's when they overlap this much (same label)
 SKELETON_COLOR = "#17becf"
-# MediaPipe pose landmarks joined into a skeleton: shoulders, arms, torso, legs
-SKELETON = ((11, 12), (11, 13), (13, 15), (12, 14), (14, 16), (11, 23), (12, 24), (23, 24), (23, 25), (25, 27),
-            (24, 26), (26, 28))
+# Pose landmarks joined into a skeleton (shoulders, arms, torso, legs), by the model's number of landmarks:
+# MediaPipe's 33 and COCO's 17 (MoveNet multipose) number the same joints differently.
+SKELETONS = {33: ((11, 12), (11, 13), (13, 15), (12, 14), (14, 16), (11, 23), (12, 24), (23, 24), (23, 25), (25, 27),
+                  (24, 26), (26, 28)),
+             17: ((5, 6), (5, 7), (7, 9), (6, 8), (8, 10), (5, 11), (6, 12), (11, 12), (11, 13), (13, 15), (12, 14),
+                  (14, 16))}
 MIN_VISIBILITY = 0.3
 
 
@@ -89,8 +92,8 @@ def draw_boxes(frame: np.ndarray, visual: dict | None, text: list[dict] | None =
     draw = ImageDraw.Draw(image)
     for person in visual.get("pose") or []:
         marks = person.get("landmarks") or []
-        for a, b in SKELETON:
-            if max(a, b) < len(marks) and min(marks[a][3], marks[b][3]) >= MIN_VISIBILITY:
+        for a, b in SKELETONS.get(len(marks), ()):
+            if min(marks[a][3], marks[b][3]) >= MIN_VISIBILITY:
                 draw.line([(marks[a][0] * image.width, marks[a][1] * image.height),
                            (marks[b][0] * image.width, marks[b][1] * image.height)], fill=SKELETON_COLOR, width=3)
     found = [d for d in visual.get("detections") or [] if d.get("box")]

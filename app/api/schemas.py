@@ -130,10 +130,31 @@ class StreamCreate(BaseModel):
         default_factory=list, max_length=32, description="counting lines as on the CLI, 'NAME=x1,y1,x2,y2' (0-1)")
     track: bool = Field(False, description="track objects even without zones or lines (they can be set later "
                                            "with PUT /v1/streams/{id}/zones); zones or lines imply it")
+    detector: str | None = Field(None, max_length=64, description="the object detector for this stream (the "
+                                 "CLI's --detector names; default: the server's)")
+    pose: str | None = Field(None, max_length=64, description="the pose model for this stream (the CLI's --pose "
+                             "names; default: the server's)")
 
     @model_validator(mode="after")
     def _layout(self) -> StreamCreate:
-        return _checked_layout(self)
+        return _checked_models(_checked_layout(self))
+
+    def models(self) -> dict[str, str]:
+        """The picture models this stream asked for (checked), for the stream manager."""
+        from app.services.model_choice import MODELS, check_models
+
+        return check_models({name: getattr(self, name) for name in MODELS}, echo=False)
+
+
+def _checked_models(body):
+    """The detector and pose names checked as the CLI checks its flags: an unknown one is a 422 listing them."""
+    from models.errors import BadInput
+
+    try:
+        body.models()
+    except BadInput as exc:
+        raise ValueError(str(exc)) from None
+    return body
 
 
 def _checked_layout(body):
@@ -180,6 +201,8 @@ class StreamInfo(BaseModel):
     lines: list[str] = Field(default_factory=list, description="its counting lines, as given")
     track: bool = Field(False, description="it tracks objects (zones and lines can change while it runs)")
     recorded: bool = Field(False, description="its raw stream is recorded: GET /v1/jobs/{job_id}/clip plays it")
+    detector: str | None = Field(None, description="the object detector it runs")
+    pose: str | None = Field(None, description="the pose model it runs")
 
 
 class SearchRequest(BaseModel):

@@ -14,10 +14,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.services.disk import DiskHealth, no_space_reason
+from app.services.model_choice import check_models, with_models
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, GroundingConfig, analyze_inline
 from pipelines.sinks.store import Store
@@ -60,6 +61,7 @@ class PendingJob:
     name: str
     queries: list[str]
     submitted: float
+    models: dict[str, str] = field(default_factory=dict)  # its own detector / pose (checked), else the server's
 
 
 def run_job(store: Store, job_id: str, path: str, options: AnalyzeOptions | None = None,
@@ -191,9 +193,14 @@ class JobManager:
                 self.store.update_job(job_id, status="failed",
                                       error="interrupted: the server stopped and the upload was lost")
                 continue
+            try:  # names are checked again: a model may have left the offered ones since
+                models = check_models(meta.get("models", {}))
+            except BadInput as exc:
+                self.store.update_job(job_id, status="failed", error=f"interrupted, and then refused: {exc}")
+                continue
             self.store.update_job(job_id, status="queued", progress=0.0)
             self.pending.append(PendingJob(job_id, path, meta.get("name", job["source"]), list(meta.get("queries", [])),
-                                           time.perf_counter()))
+                                           time.perf_counter(), models))
         if not self.keep_uploads and self.upload_dir.is_dir():
             waiting = {job.job_id for job in self.pending}
             for folder in self.upload_dir.iterdir():
@@ -216,15 +223,17 @@ class JobManager:
         with self._cond:
             return len(self.pending), len(self.running)
 
-    def submit(self, job_id: str, path: Path, name: str, queries: list[str]) -> str:
-        """Queue an upload already written to `path`; raises QueueFull when the queue is at its limit."""
+    def submit(self, job_id: str, path: Path, name: str, queries: list[str], models: dict[str, str] | None = None) -> str:
+        """Queue an upload already written to `path` (to run with its own checked `models`, else the server's);
+        raises QueueFull when the queue is at its limit."""
         with self._cond:
             if len(self.pending) + len(self.running) >= self.max_queue:
                 raise QueueFull(f"job queue is full ({self.max_queue} jobs); retry later")
             try:
                 self.store.create_job("upload", name, job_id=job_id)
                 # what a restarted server needs to run the job again (the clip itself is next to it)
-                (path.parent / JOB_META).write_text(json.dumps({"name": name, "queries": list(queries)}))
+                (path.parent / JOB_META).write_text(json.dumps({"name": name, "queries": list(queries),
+                                                                "models": dict(models or {})}))
             except Exception as exc:
                 reason = no_space_reason(exc)
                 if reason is None:
@@ -232,7 +241,7 @@ class JobManager:
                 self.disk.failed(reason)
                 raise NoSpace(f"cannot accept uploads now: {reason}") from None
             self.disk.ok()
-            self.pending.append(PendingJob(job_id, path, name, list(queries), time.perf_counter()))
+            self.pending.append(PendingJob(job_id, path, name, list(queries), time.perf_counter(), dict(models or {})))
             self._cond.notify_all()
         return job_id
 
@@ -258,8 +267,8 @@ class JobManager:
         with self._cond:
             while self.pending and len(self.running) < self.parallel:
                 job = self.pending.popleft()
-                ref = self._task.remote(str(job.path), job.name, job.queries, self.options, self.db_path,
-                                        job.job_id, self.grounder)
+                ref = self._task.remote(str(job.path), job.name, job.queries, with_models(self.options, job.models),
+                                        self.db_path, job.job_id, self.grounder)
                 self.running[ref] = job
             if not self.running:
                 self._cond.wait(0.5)

@@ -145,12 +145,12 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-visual", action="store_true", help="skip visual perception (objects, pose, faces, camera)")
     p.add_argument("--no-ocr", action="store_true",
                    help="skip reading text on screen (PP-OCRv4 on changed frames; also off with --no-visual)")
-    from models.encoders.detectors import DEFAULT_DETECTOR, DETECTOR_NAMES
+    from app.services.model_choice import MODELS
 
-    p.add_argument("--detector", default=DEFAULT_DETECTOR, metavar="NAME",
-                   help=f"object detector: {', '.join(DETECTOR_NAMES)} (default {DEFAULT_DETECTOR}; docs/perception.md)")
-    p.add_argument("--pose", default="mediapipe", metavar="NAME",
-                   help="pose model: mediapipe (default) or movenet-multipose (several people; docs/perception.md)")
+    for name, what in (("detector", "object detector"), ("pose", "pose model")):
+        default, names = MODELS[name][1:]
+        p.add_argument(f"--{name}", default=default, metavar="NAME",
+                       help=f"{what}: {', '.join(names)} (default {default}; docs/perception.md)")
     p.add_argument("--motion-gate", type=unit_interval, default=0.002, metavar="SHARE",
                    help="models look again when this share of the picture moves, else every 5 s (0: every second)")
     p.add_argument("--events", choices=["auto", "union", "prefm", "tags"], default="auto",
@@ -199,8 +199,7 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
 def analysis_options(args) -> AnalyzeOptions:
     """The analysis options from parsed flags (`foresight analyze`, `batch`, `serve`: absent flags keep their
     defaults), checked here once; BadInput names the flag at fault."""
-    from models.encoders.detectors import DEFAULT_DETECTOR, check_detector
-    from models.encoders.visual_config import check_pose
+    from app.services.model_choice import MODELS, check_models
     from pipelines import AnalyzeOptions, GroundingConfig, StageConfig, WebhookConfig
 
     def flag(name: str, default=None):
@@ -208,11 +207,7 @@ def analysis_options(args) -> AnalyzeOptions:
 
     if not 0 < args.fps <= 30:  # also refuses nan
         raise BadInput("--fps must be a number in (0, 30]")
-    for name, check, default in (("detector", check_detector, DEFAULT_DETECTOR), ("pose", check_pose, "mediapipe")):
-        try:
-            check(flag(name, default))
-        except BadInput as exc:
-            raise BadInput(f"--{name}: {exc}") from None
+    models = check_models({name: flag(name, default) for name, (_, default, _) in MODELS.items()}, prefix="--")
     language = flag("language", "en")
     _check_language(language)
     threshold = flag("safety_threshold")
@@ -228,7 +223,7 @@ def analysis_options(args) -> AnalyzeOptions:
         raise BadInput(f"--safety-escalation {escalation}: say 'robust' or give a policy JSON file")
     stages = StageConfig(asr=not flag("no_asr", False), asr_model=flag("asr_model"), tags=not flag("no_tags", False),
                          visual=not flag("no_visual", False), ocr=not flag("no_ocr", False), events_model=flag("events", "auto"),
-                         detector=flag("detector", DEFAULT_DETECTOR), pose=flag("pose", "mediapipe"), motion_gate=flag("motion_gate", 0.002) or None,
+                         **models, motion_gate=flag("motion_gate", 0.002) or None,
                          prefm_checkpoint=flag("prefm_model"), asr_language=None if language == "auto" else language,
                          safety=not flag("no_safety", False), safety_threshold=flag("safety_threshold"),
                          judge_url=flag("judge_url"), camera=flag("camera", "camera"), visual_prompt=prompt,

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from app.services.model_choice import check_models, with_models
 from app.services.recordings import Retention, record_config
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, Pipeline
@@ -81,6 +82,7 @@ class LiveStream:
     zones: list[str] = field(default_factory=list)  # as given (`--zone` syntax): kept for a restart
     lines: list[str] = field(default_factory=list)
     track: bool = False  # tracking on without zones or lines (zones may come later: `set_layout`)
+    models: dict[str, str] = field(default_factory=dict)  # its own detector / pose, as asked: kept for a restart
     refused: str | None = None  # why it was ended after it connected (a source it cannot analyse as asked)
 
     @property
@@ -93,7 +95,8 @@ class LiveStream:
 
     def settings(self) -> dict:
         """What a persistent stream comes back with after a server restart."""
-        return {"watches": self.watches, "zones": list(self.zones), "lines": list(self.lines), "track": self.track}
+        return {"watches": self.watches, "zones": list(self.zones), "lines": list(self.lines), "track": self.track,
+                "models": dict(self.models)}
 
     @property
     def recording(self) -> str | None:
@@ -158,7 +161,8 @@ class StreamManager:
                 resumed.append(self.add(row["source"], row["rtsp_transport"], persistent=True,
                                         stream_id=row["stream_id"], restarts=row["restarts"] + 1,
                                         watches=kept.get("watches"), zones=kept.get("zones"),
-                                        lines=kept.get("lines"), track=bool(kept.get("track"))))
+                                        lines=kept.get("lines"), track=bool(kept.get("track")),
+                                        models=kept.get("models")))
             except (SourceRefused, BadInput, TooManyStreams) as exc:
                 log.warning("persistent stream %s not restarted: %s", row["stream_id"],
                             redact(getattr(exc, "reason", None) or str(exc), row["source"]))
@@ -168,7 +172,7 @@ class StreamManager:
     def add(self, source: str, rtsp_transport: str | None = None, options: AnalyzeOptions | None = None,
             persistent: bool = False, stream_id: str | None = None, restarts: int = 0,
             watches: list[str] | None = None, zones: list[str] | None = None,
-            lines: list[str] | None = None, track: bool = False) -> LiveStream:
+            lines: list[str] | None = None, track: bool = False, models: dict[str, str] | None = None) -> LiveStream:
         """Accept a live URL or device and connect in the background (the stream starts as "starting").
         A `persistent` stream is reconnected after a server restart (`resume`) until it is removed or ends.
 
@@ -176,8 +180,10 @@ class StreamManager:
         paths, other schemes and hosts outside the allowed networks, checked here after DNS resolution and
         again on every redirect and playlist hop in the background. BadInput for a source that does not parse.
         Refused sources leave no rows in the store; rows are written once the source passed every check.
+        `models` (detector, pose) replace the manager's for this stream; an unknown name is BadInput.
         """
-        options = AnalyzeOptions(**{**(options or self.options).__dict__})  # per stream, else the manager's
+        models = check_models(models or {})
+        options = with_models(AnalyzeOptions(**{**(options or self.options).__dict__}), models)  # per stream
         options.reconnect = self.options.reconnect  # every camera of this manager reconnects as it says (forever)
         standing = options.grounding.standing if watches is None else watches
         options.grounding = replace(options.grounding, standing=check_watches(standing))
@@ -206,7 +212,7 @@ class StreamManager:
                 options.record = record_config(self.recordings, job_id, self.retention, running)
             stream = LiveStream(sid, spec.name, job_id=job_id, created_at=time.time(), options=options,
                                 persistent=persistent, restarts=restarts, zones=list(zones or []),
-                                lines=list(lines or []), track=bool(track or zones or lines))
+                                lines=list(lines or []), track=bool(track or zones or lines), models=models)
             self.streams[sid] = stream
         stream.watcher = threading.Thread(target=self._run, args=(stream, source, spec, options),
                                           name=f"stream-{sid}", daemon=True)

@@ -38,6 +38,8 @@ class EmbeddedEncoder:
         # gate (the versions before either existed) must not be reused for another detector or a gated encoding.
         if v.detector != "yolov3-tiny":
             self.version += f"|det-{v.detector}"
+        if v.pose and v.pose_model != "mediapipe":  # the pose part too: MediaPipe's caches keep their version
+            self.version += f"|pose-{v.pose_model}"
         if v.motion_gate is not None:
             self.version += f"|gate{v.motion_gate:g}x{v.keepalive_s:g}"
 

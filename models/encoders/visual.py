@@ -30,7 +30,7 @@ from models.encoders.base import public_fields
 from models.encoders.detector import ObjectDetector
 from models.encoders.detectors import check_detector, make_detector
 from models.encoders.frame_stats import COLOR_BINS, THUMB, TROUBLES, FrameStats, MotionGate
-from models.encoders.visual_config import VisualConfig, check_pose
+from models.encoders.visual_config import DEFAULT_POSE, VisualConfig, check_pose
 from models.encoders.weights import mediapipe_task
 from models.native_logs import QuietFirstCall, quiet_native_logs
 
@@ -93,7 +93,7 @@ class PoseTracker:
     """PoseLandmarker in VIDEO mode (or MoveNet multipose, `model`) with simple nearest-centre identities, for
     vertical velocity across seconds."""
 
-    def __init__(self, num_poses: int = 2, model: str = "mediapipe"):
+    def __init__(self, num_poses: int = 2, model: str = DEFAULT_POSE):
         from models.encoders.mediapipe_parts import mediapipe_vision
 
         self._mp = vision = mediapipe_vision()  # without MediaPipe's front doors (no matplotlib)

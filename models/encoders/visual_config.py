@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from models.encoders.detectors import DEFAULT_DETECTOR
 from models.errors import BadInput
 
-POSE_NAMES: tuple[str, ...] = ("mediapipe", "movenet-multipose")  # --pose NAME; MediaPipe stays the default
+POSE_NAMES: tuple[str, ...] = ("mediapipe", "movenet-multipose")  # --pose NAME
+DEFAULT_POSE = "movenet-multipose"  # chosen on the labelled set and corpus v4 val: docs/perception.md, "Pose"
 
 
 def check_pose(name: str) -> str:
@@ -24,7 +25,7 @@ class VisualConfig:
     yolo_conf: float = 0.25
     yolo_nms: float = 0.45
     pose: bool = True
-    pose_model: str = "mediapipe"  # POSE_NAMES (--pose; docs/perception.md)
+    pose_model: str = DEFAULT_POSE  # POSE_NAMES (--pose; docs/perception.md)
     num_poses: int = 2
     faces: bool = True
     num_faces: int = 4

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from models.encoders.detectors import DEFAULT_DETECTOR
+from models.encoders.visual_config import DEFAULT_POSE
 
 # What the tracker follows by default: COCO's people, vehicles and animals, the things that walk or drive through
 # zones and over lines (`--track-classes` changes it; the tracking set's cut-outs are drawn from the same list).
@@ -42,7 +43,7 @@ class StageConfig:
     max_span_s: float = 20.0
     visual: bool = True
     detector: str = DEFAULT_DETECTOR  # models/encoders/detectors.py:DETECTOR_NAMES (--detector, TOML [analysis])
-    pose: str = "mediapipe"  # models/encoders/visual.py:POSE_NAMES (--pose, TOML [analysis])
+    pose: str = DEFAULT_POSE  # models/encoders/visual_config.py:POSE_NAMES (--pose, TOML [analysis])
     yolo_size: int = 416
     visual_min_score: float = 0.4
     visual_prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp)

@@ -18,14 +18,15 @@ import sys
 import time
 
 
-def _visual_config(detector: str | None, motion_gate: float | None):
+def _visual_config(detector: str | None, motion_gate: float | None, pose: str | None = None):
     """The picture models' settings when a flag departs from the app's defaults, else None (the defaults)."""
-    if detector is None and motion_gate is None:
+    if detector is None and motion_gate is None and pose is None:
         return None
     from dataclasses import replace
 
     from models.encoders.detectors import DETECTOR_NAMES
-    from models.encoders.visual_config import VisualConfig
+    from models.encoders.visual_config import VisualConfig, check_pose
+    from models.errors import BadInput
 
     if detector is not None and detector not in DETECTOR_NAMES:
         raise ValueError(f"--detector: unknown detector {detector!r}; choose one of {', '.join(DETECTOR_NAMES)}")
@@ -36,6 +37,11 @@ def _visual_config(detector: str | None, motion_gate: float | None):
         config = replace(config, detector=detector)
     if motion_gate is not None:
         config = replace(config, motion_gate=motion_gate or None)
+    if pose is not None:
+        try:
+            config = replace(config, pose_model=check_pose(pose))
+        except BadInput as exc:
+            raise ValueError(f"--pose: {exc}") from None
     return config
 
 
@@ -58,6 +64,8 @@ def build_main(argv: list[str] | None = None) -> int:
                    help="the COCO detector whose counts go into the visual features (default: the app's)")
     p.add_argument("--motion-gate", type=float, default=None, metavar="SHARE",
                    help="the picture models' motion gate (default: the app's; 0 = look at every second)")
+    p.add_argument("--pose", default=None, metavar="NAME",
+                   help="the pose model whose poses go into the visual features (default: the app's)")
     p.add_argument("--no-features", action="store_true", help="compose only, do not run the encoders")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
@@ -68,7 +76,7 @@ def build_main(argv: list[str] | None = None) -> int:
     try:
         if a.clips < 2:
             raise ValueError("--clips must be at least 2")
-        visual = _visual_config(a.detector, a.motion_gate)
+        visual = _visual_config(a.detector, a.motion_gate, a.pose)
         t0 = time.time()
         if a.version in (3, 4):
             from training.corpus.compose_v3 import compose_corpus_v3

@@ -14,8 +14,10 @@ from app.api.context import Services, require_api_key, services
 from app.api.multipart import receive_upload
 from app.api.schemas import AnalysisResult, JobCreated, JobStatus, Problem
 from app.services.jobs import QueueFull
+from app.services.model_choice import MODELS, check_models
 from app.services.recordings import clip_for_job
 from app.services.uploads import UploadRejected, check_media
+from models.errors import BadInput
 
 router = APIRouter(prefix="/v1", tags=["jobs"], dependencies=[Depends(require_api_key)])
 
@@ -28,10 +30,28 @@ UPLOAD_BODY = {
                 "file": {"type": "string", "format": "binary", "description": "the clip (video or audio)"},
                 "query": {"type": "array", "items": {"type": "string"},
                           "description": "text queries grounded in the clip (repeat the field)"},
+                **{name: {"type": "string", "enum": list(names), "description": f"the {name} for this clip "
+                          f"(default: the server's --{name}; docs/perception.md)"}
+                   for name, (_, _, names) in MODELS.items()},
             }}}},
     }
 }
 ERRORS = {code: {"model": Problem} for code in (400, 401, 408, 413, 415, 422, 429)}
+
+
+def _models(fields: dict[str, list[str]]) -> dict[str, str]:
+    """The clip's own `detector` and `pose` form fields, checked as the CLI checks its flags (a 422 names the
+    field and the names offered); absent ones leave the server's."""
+    given = {}
+    for name in MODELS:
+        values = fields.get(name, [])
+        if len(values) > 1:
+            raise UploadRejected(422, f"{name}: give one name, not {len(values)}")
+        given[name] = values[0].strip() if values else None
+    try:
+        return check_models(given, echo=False)
+    except BadInput as exc:
+        raise UploadRejected(422, str(exc)) from None
 
 
 def _reject(svc: Services, status: int, reason: str, headers: dict | None = None) -> JSONResponse:
@@ -51,11 +71,12 @@ async def analyze(request: Request, svc: Services = Depends(services)):
     try:
         upload = await receive_upload(request, folder, settings.max_upload_bytes, settings.allowed_content_types,
                                       timeout_s=settings.body_timeout_s)
+        models = _models(upload.fields)
         await run_in_threadpool(check_media, upload.path, settings.max_duration_s)
         queries = [q.strip() for q in upload.fields.get("query", []) if q.strip()]
         if len(queries) > 20:
             raise UploadRejected(422, "at most 20 queries per clip")
-        svc.jobs.submit(job_id, upload.path, upload.filename, queries)
+        svc.jobs.submit(job_id, upload.path, upload.filename, queries, models)
     except UploadRejected as exc:
         shutil.rmtree(folder, ignore_errors=True)
         return _reject(svc, exc.status, str(exc))

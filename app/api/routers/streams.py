@@ -25,10 +25,12 @@ router = APIRouter(prefix="/v1/streams", tags=["streams"], dependencies=[Depends
 
 def _info(stream: LiveStream, health: dict | None = None) -> StreamInfo:
     stats = (health or {}).get("stats", {})
+    stages = stream.options.stages if stream.options is not None else None
     return StreamInfo(id=stream.id, source=stream.source, job_id=stream.job_id, status=shown_status(stream, stats),
                       error=stream.error, created_at=stream.created_at, persistent=stream.persistent, health=stats,
                       events_url=f"/v1/streams/{stream.id}/events", watches=stream.watches,
-                      zones=stream.zones, lines=stream.lines, track=stream.track, recorded=stream.recording is not None)
+                      zones=stream.zones, lines=stream.lines, track=stream.track, recorded=stream.recording is not None,
+                      detector=getattr(stages, "detector", None), pose=getattr(stages, "pose", None))
 
 
 def _get(svc: Services, stream_id: str) -> LiveStream:
@@ -45,7 +47,7 @@ def add_stream(body: StreamCreate, svc: Services = Depends(services)) -> StreamI
     try:
         stream = svc.streams.add(body.source, body.rtsp_transport, persistent=body.persistent,
                                  watches=body.watches or None, zones=body.zones, lines=body.lines,
-                                 track=body.track)
+                                 track=body.track, models=body.models())
     except SourceRefused as exc:
         log.info("stream source refused: %s", exc.reason)
         raise HTTPException(400, GENERIC_REFUSAL) from None
