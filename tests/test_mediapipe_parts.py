@@ -14,7 +14,7 @@ import json, sys
 from models.encoders.visual import FaceCounter, PoseTracker
 from training.media.synth import sample_image
 photo = sample_image("astronaut")  # a real photo: one person, face to the camera
-faces, poses = FaceCounter().detect(photo), PoseTracker()._landmarks(photo, 0)
+faces, poses = FaceCounter().detect(photo), PoseTracker(model="mediapipe")._landmarks(photo, 0)
 print(json.dumps({"faces": len(faces), "poses": len(poses), "joints": len(poses[0]) if poses else 0,
                   "matplotlib": sorted(m for m in sys.modules if m.split(".")[0] == "matplotlib")[:3],
                   "families": sorted(m for m in sys.modules if m.startswith("mediapipe.tasks.python.")
