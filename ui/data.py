@@ -71,6 +71,9 @@ def fmt_time(seconds: float) -> str:
     return mmss(seconds)
 
 
+WORDS_WAIT_S = 30.0  # an utterance's placeholder goes after this long without words (Whisper heard none)
+
+
 class LiveState:
     """What the live view accumulates from the sink's feed: events, transcript, alerts and the latest tags."""
 
@@ -85,6 +88,8 @@ class LiveState:
         self.text: list[dict] = []
         self.time = 0.0
         self.max_items = max_items
+        self.speaking_since: float | None = None  # an utterance still being heard began here
+        self.unheard: list[tuple[float, float]] = []  # utterances that ended, whose words Whisper has not given yet
 
     def update(self, items: list) -> int:
         """Add feed items `(seq, item)` newer than what we have; returns how many were new."""
@@ -101,8 +106,23 @@ class LiveState:
             self.visual = item.get("visual")
             self.text = list(item.get("text") or [])  # text read on screen in the latest second
             self.time = float(item.get("time") or self.time)
+            since = item.get("speaking_since")
+            if self.speaking_since is not None and since != self.speaking_since:  # it ended (or was cut long)
+                self.unheard.append((self.speaking_since, self.time))
+            self.speaking_since = since
+        if new:
+            self.unheard = [(a, b) for a, b in self.unheard if self.time - b < WORDS_WAIT_S and not any(
+                t["start"] < b + 0.5 and t.get("end", t["start"]) > a - 0.5 for t in self.transcript[-50:])]
         for name in ("events", "transcript", "alerts", "moments"):
             rows = getattr(self, name)
             if len(rows) > self.max_items:
                 del rows[: len(rows) - self.max_items]
         return new
+
+    def pending_lines(self) -> list[str]:
+        """Placeholders for speech whose words are not in yet (Whisper runs once an utterance ends, so its words
+        come seconds later): `[mm:ss] … (speaking)` while it goes on, `… (transcribing)` after."""
+        lines = [f"[{fmt_time(a)}] … (transcribing)" for a, _ in sorted(self.unheard)]
+        if self.speaking_since is not None and all(abs(a - self.speaking_since) > 0.5 for a, _ in self.unheard):
+            lines.append(f"[{fmt_time(self.speaking_since)}] … (speaking)")
+        return lines

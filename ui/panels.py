@@ -121,6 +121,7 @@ def show_panels(events: list[dict], transcript: list[dict], alerts: list[dict], 
     with left:
         st.subheader("Transcript")
         lines = rolling_transcript(transcript, last_n=500 if live is not None else None)
+        lines += live.pending_lines() if live is not None else []
         empty = "(no speech yet)" if live is not None else "(no speech in this clip)"
         # a scrolling box: the whole transcript of a file, the last 500 lines of a live source
         st.code("\n".join(lines) if lines else empty, language=None, wrap_lines=True,

@@ -1,5 +1,6 @@
 """Server-sent events framing for a stream's feed: one SSE event per detected event, transcript line, alert
-and moment, plus a `tick` per analysed second (time, sound tags, visual detections) for a live view."""
+and moment, plus a `tick` per analysed second (time, sound tags, visual detections, when an utterance
+still being heard began) for a live view."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ def feed_item_frames(seq: int, item: dict) -> list[str]:
     for kind, key in (("event", "events"), ("transcript", "transcript"), ("alert", "alerts"), ("moment", "moments")):
         for row in item.get(key) or []:
             out.append(frame(kind, {"time": item.get("time"), **row}))
-    out.append(frame("tick", {"time": item.get("time"), "tags": item.get("tags") or {}, "visual": item.get("visual")},
-                     event_id=seq))
+    out.append(frame("tick", {"time": item.get("time"), "tags": item.get("tags") or {}, "visual": item.get("visual"),
+                              "speaking_since": item.get("speaking_since")}, event_id=seq))
     return out
 
 

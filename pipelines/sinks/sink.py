@@ -74,7 +74,8 @@ class Sink:
                                          "moments": record.moments, "transcript": record.transcript,
                                          "tags": record.tags, "alerts": record.alerts, "visual": record.visual,
                                          "tracks": record.tracked, "crossings": record.crossings,
-                                         "zone_events": record.zone_events, "text": record.text}))
+                                         "zone_events": record.zone_events, "text": record.text,
+                                         "speaking_since": record.speaking_since}))
         return record.index if record.index is not None else -1
 
     def feed_since(self, seq: int) -> list:
@@ -105,3 +106,4 @@ def tracking_rows(record: Second) -> list[dict]:
               "reason": f"{z['label']} #{z['track_id']} {z['kind'].replace('_', ' ')} {z['zone']}"}
              for z in record.zone_events]
     return rows
+

@@ -189,6 +189,7 @@ class ParserStage:
         closed, active = closed + text_closed, active + text_active
         record.text = list((ocr or {}).get("text") or [])
         record.speech_prob = speech["speech_prob"]
+        record.speaking_since = speech.get("open_since")  # words come once it ends: Whisper waits for the end
         record.tags = audio.get("tags", {})
         record.level_db = audio.get("level_db")
         record.visual = (visual or {}).get("visual")

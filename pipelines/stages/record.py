@@ -17,6 +17,7 @@ class Second:
     n_frames: int = 0
     final: bool = False
     speech_prob: float = 0.0
+    speaking_since: float | None = None  # the parser, from speech: when the utterance still being heard began
     tags: dict[str, float] = field(default_factory=dict)  # AudioSet tags shown for this second
     level_db: float | None = None
     visual: dict | None = None  # readable detections: persons, objects, faces, pose, motion, camera trouble
