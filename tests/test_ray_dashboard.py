@@ -1,5 +1,6 @@
-"""A local cluster from `ensure_ray` starts no Ray dashboard head or agent unless FORESIGHT_RAY_DASHBOARD=1, and
-runtime_env (its own agent) still works either way. Each case is a fresh interpreter with a real local Ray."""
+"""A local cluster from `ensure_ray` starts no Ray dashboard head or agent, nor the autoscaler or log monitor,
+unless FORESIGHT_RAY_DASHBOARD=1, and runtime_env (its own agent) still works either way. Each case is a fresh
+interpreter with a real local Ray."""
 
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ def probe(**env: str) -> dict:
 
 
 def dashboard_processes(procs: list[str]) -> list[str]:
-    return [p for p in procs if "DashboardAgent" in p or "dashboard/agent.py" in p or "dashboard/dashboard.py" in p]
+    """The dashboard head and agent, the autoscaler monitor and the log monitor."""
+    return [p for p in procs if "DashboardAgent" in p or "dashboard/agent.py" in p or "dashboard/dashboard.py" in p
+            or "autoscaler/_private/monitor.py" in p or "autoscaler/v2/monitor.py" in p or "log_monitor.py" in p]
 
 
 @pytest.mark.parametrize("opt_in", [False, True], ids=["default", "FORESIGHT_RAY_DASHBOARD=1"])
@@ -57,5 +60,7 @@ def test_dashboard_head_and_agent_only_when_asked_for(opt_in):
     if opt_in:
         assert any("DashboardAgent" in p for p in dashboard), found["procs"]
         assert any("dashboard/dashboard.py" in p for p in dashboard), found["procs"]
+        assert any("autoscaler" in p and "monitor.py" in p for p in dashboard), found["procs"]
+        assert any("log_monitor.py" in p for p in dashboard), found["procs"]
     else:
         assert dashboard == [], dashboard

@@ -1,4 +1,5 @@
-"""A local Ray cluster without its dashboard head and dashboard agent, unless `FORESIGHT_RAY_DASHBOARD=1`.
+"""A local Ray cluster without its dashboard head, dashboard agent and autoscaler monitor, unless
+`FORESIGHT_RAY_DASHBOARD=1`.
 
 `ray.init(include_dashboard=False)` still starts `ray/dashboard/dashboard.py` (the usage-stats head) and the
 raylet still starts `ray::DashboardAgent` (metrics export, job submission, log and state APIs): two Python
@@ -9,7 +10,11 @@ raylet an agent command that parses to nothing, which makes it start no agent
 (`NodeManager::CreateDashboardAgentManager`), after writing the agent's port files as Ray's minimal agent does.
 The runtime-env agent, which `runtime_env` needs, is left as it is. Metrics collection is switched off with the
 agent (`RAY_enable_metrics_collection=0`), so no Ray process keeps trying to reach the agent's metrics port. If
-a Ray version lacks what this relies on, the agent starts as before.
+a Ray version lacks what this relies on, the agent starts as before. The autoscaler monitor (`monitor.py`,
+about 80 MB) scales a cluster that a single local node never grows; it is not started either (Ray's own
+`no_monitor`, which `ray.init` does not expose), so `ray status` has nothing to report without the opt-in. Nor
+is the log monitor (about 78 MB), which tails the workers' log files for drivers that want them: `ensure_ray`
+starts Ray with `log_to_driver=False`, and the files stay in the session's log folder.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ def _persist_absent_agent_ports(raylet_command: list[str]) -> bool:
 @contextlib.contextmanager
 def lean_local_start() -> Iterator[None]:
     """While a local cluster starts: no dashboard head, and a raylet told to start no dashboard agent."""
-    from ray._private import ray_constants, services
+    from ray._private import node, ray_constants, services
 
     os.environ.setdefault("RAY_enable_metrics_collection", "0")  # read by GCS, the raylet and workers at start
     start_api_server, start_ray_process = services.start_api_server, services.start_ray_process
@@ -64,8 +69,16 @@ def lean_local_start() -> Iterator[None]:
             command = [_AGENT_FLAG + " " if arg.startswith(_AGENT_FLAG) else arg for arg in command]
         return start_ray_process(command, process_type, *args, **kwargs)
 
+    def start_head_without_monitor(self, *args, **kwargs):
+        self._ray_params.no_monitor = True  # what `ray start --no-monitor` sets
+        self._ray_params.include_log_monitor = False  # it forwards worker logs to a driver; ours asks for none
+        return start_head_processes(self, *args, **kwargs)
+
+    start_head_processes = node.Node.start_head_processes
     services.start_api_server, services.start_ray_process = no_api_server, start_without_agent
+    node.Node.start_head_processes = start_head_without_monitor
     try:
         yield
     finally:
         services.start_api_server, services.start_ray_process = start_api_server, start_ray_process
+        node.Node.start_head_processes = start_head_processes
