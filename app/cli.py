@@ -168,7 +168,7 @@ TRAIN_EVAL = {
 
 def _training_methods() -> list[str]:
     """The method packages of `training/` (each `foresight train <method>`), found without importing them."""
-    from training.experiment import method_names
+    from training.methods.runner import method_names
 
     return method_names()
 

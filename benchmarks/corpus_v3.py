@@ -41,8 +41,8 @@ def prefm_epoch_s(corpus: Path) -> float | None:
     import torch
 
     from models.prefm.modeling_prefm import preset
+    from training.experiments.prefm_v3 import _store
     from training.prefm.trainer import TrainConfig, train
-    from training.prefm.v3_experiments import _store
 
     torch.set_num_threads(1)
     store = _store(corpus, "train", encoded_only=True)

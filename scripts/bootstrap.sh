@@ -43,6 +43,16 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q --no-deps -e .
   echo "$want" > "$stamp"
 fi
+# The methods extra (rdkit, POT): only the training methods and their tests use it; the test command asks for it.
+if [ "${FORESIGHT_SETUP_METHODS:-0}" = 1 ]; then
+  mstamp=.venv/.foresight-methods
+  mwant=$(sha256sum requirements-methods.txt | cut -d' ' -f1)
+  if [ "$(cat "$mstamp" 2>/dev/null)" != "$mwant" ]; then
+    echo "[setup] installing the training methods' extra (rdkit, POT)"
+    .venv/bin/python -m pip install -q -r requirements-methods.txt
+    echo "$mwant" > "$mstamp"
+  fi
+fi
 
 mkdir -p data
 if [ ! -s data/demo.mp4 ]; then

@@ -1,4 +1,4 @@
-"""The tag-path ceiling (`training/perception/tag_ceiling.py`): per class it finds the rule that scores best on the
+"""The tag-path ceiling (`training/experiments/tag_ceiling_v4.py`): per class it finds the rule that scores best on the
 clips it is given, restricted to the hand map's evidence unless any YAMNet output is allowed, and its false events
 are counted on eventless clips only."""
 
@@ -8,8 +8,8 @@ import numpy as np
 
 from models.prefm.labels import LLP_CLASSES
 from models.taxonomy import audioset_index
+from training.experiments.tag_ceiling_v4 import auc, ceiling, one_class_track, per_class_rules
 from training.perception.llp_head import Clip, tracked
-from training.perception.tag_ceiling import auc, ceiling, one_class_track, per_class_rules
 
 DOG = LLP_CLASSES.index("Dog")
 CELLO = LLP_CLASSES.index("Cello")

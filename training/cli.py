@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from training.experiment import format_result, format_table, load, method_names, progress_bar, write_json
+from training.methods.runner import format_result, format_table, load, method_names, progress_bar, write_json
 
 
 def train_method_main(name: str, argv: list[str]) -> int:

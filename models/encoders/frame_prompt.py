@@ -1,6 +1,6 @@
 """A fitted visual prompt for one camera, applied to its frames before the visual encoder sees them.
 
-The prompt (fitted by `training/acavp/`, see docs/training/acavp.md) is stored resolved, as an `.npz`:
+The prompt (fitted by `training/methods/acavp/`, see docs/training/acavp.md) is stored resolved, as an `.npz`:
 `linear` (2 x 2: rotation, shear and scale of the content in pixel-isotropic coordinates), `shift` (2, in
 normalised coordinates, [-1, 1] across each side, pixel centres as in `torch.nn.functional.affine_grid(
 align_corners=False)`), `gain` and `pattern` (3 x h x w maps, resized to the frame). Per frame: warp the content (uncovered pixels 0), multiply by the gain, add the pattern where
@@ -32,7 +32,7 @@ class FramePrompt:
     def load(cls, path: str | Path) -> FramePrompt:
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"no visual prompt at {path} (fit one with training/acavp, docs/training/acavp.md)")
+            raise FileNotFoundError(f"no visual prompt at {path} (fit one with training/methods/acavp, docs/training/acavp.md)")
         with np.load(path) as d:
             return cls(d["linear"], d["shift"], d["gain"], d["pattern"],
                        hashlib.sha256(path.read_bytes()).hexdigest()[:10])

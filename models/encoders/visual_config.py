@@ -35,7 +35,7 @@ class VisualConfig:
     blur_level: float = 0.08  # Laplacian variance over luma variance below this: blurred
     cut_distance: float = 0.2  # Bhattacharyya distance of colour histograms that counts as a cut
     frozen_after_s: float = 2.0  # identical frames for this long: frozen
-    prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp), applied to every frame first
+    prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/methods/acavp), applied to every frame first
     detect_every_frame: bool = False  # tracking: the detector on every sampled frame, not only the middle one
     track_floor: float | None = None  # tracking: the tracker's frames keep boxes down to this score (None: as usual)
     motion_gate: float | None = 0.002  # share of the picture that must move for the models to look again (None: always)

@@ -4,8 +4,8 @@ Off by default (`SafetyConfig.escalation=None`: one threshold on the gate decide
 closed segment's gate probability is an observation of a hidden state (safe / risky) whose sensor
 model is uncertain: the policy keeps a belief over (state, sensor model) and acts as a robust
 multi-environment POMDP policy says. The policy file (`data/escalation_policy.json`) is computed by
-`python -m training.pomdp.escalation` from the gate's measured score histograms (see
-`training/pomdp/`); this module only tracks the belief and looks the action up, with numpy.
+`python -m training.methods.pomdp.escalation` from the gate's measured score histograms (see
+`training/methods/pomdp/`); this module only tracks the belief and looks the action up, with numpy.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class EscalationPolicy:
     def load(cls, path: str | Path = ESCALATION_FILE) -> EscalationPolicy:
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"no escalation policy at {path} (write it with python -m training.pomdp.escalation)")
+            raise FileNotFoundError(f"no escalation policy at {path} (write it with python -m training.methods.pomdp.escalation)")
         d = json.loads(path.read_text())
         if tuple(d["levels"]) != LEVELS:
             raise ValueError(f"{path}: levels must be {LEVELS}")

@@ -2,7 +2,7 @@
 
 By default the index picks candidate windows by the cosine of the query with each window's mean coarse
 embedding, and `Grounder.ground` runs the model over every window of a clip. With a `SecondSelector`
-(e.g. `training.mpcache.MPCacheSelector`) both instead treat the per-second coarse embeddings as a
+(e.g. `training.methods.mpcache.MPCacheSelector`) both instead treat the per-second coarse embeddings as a
 key cache with one "head" per modality and the query's per-modality coarse embedding as the query:
 
 * `compress` runs once per stored source (look-once) and may evict seconds for good;

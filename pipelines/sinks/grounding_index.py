@@ -59,7 +59,7 @@ class GroundingIndex:
         context_s: int = 24,
         selector: SecondSelector | None = None,
     ) -> None:
-        """`selector` (optional, e.g. `training.mpcache.MPCacheSelector`): pick the seconds the fine
+        """`selector` (optional, e.g. `training.methods.mpcache.MPCacheSelector`): pick the seconds the fine
         stage reads from per-second coarse embeddings instead of from window means (see
         `models.trisense.memory`); None keeps the coarse window stage."""
         if window_s < 1 or stride_s < 1 or candidates < 1 or context_s < 0:

@@ -46,7 +46,7 @@ class StageConfig:
     pose: str = DEFAULT_POSE  # models/encoders/visual_config.py:POSE_NAMES (--pose, TOML [analysis])
     yolo_size: int = 416
     visual_min_score: float = 0.4
-    visual_prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/acavp)
+    visual_prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/methods/acavp)
     # Motion gate (models/encoders/frame_stats.MotionGate): the detector, faces and pose look at a second when
     # this share of the picture moved, and every `keepalive_s` on a still one; None looks at every second.
     motion_gate: float | None = 0.002

@@ -11,10 +11,17 @@ import pytest
 import torch
 
 from models.encoders.frame_prompt import FramePrompt
-from training.acavp.camera import export_prompt, fit_camera_prompt
-from training.acavp.digits import SIDE, Camera, normalise, reference_frames, through_camera, train_frozen
-from training.acavp.fit import FitConfig, accuracy, fit_prompt
-from training.acavp.prompter import ACAVPrompt, PadPrompt, PromptRanges
+from training.methods.acavp.camera import export_prompt, fit_camera_prompt
+from training.methods.acavp.digits import (
+    SIDE,
+    Camera,
+    normalise,
+    reference_frames,
+    through_camera,
+    train_frozen,
+)
+from training.methods.acavp.fit import FitConfig, accuracy, fit_prompt
+from training.methods.acavp.prompter import ACAVPrompt, PadPrompt, PromptRanges
 
 NEUTRAL = PromptRanges(scale_lo=0.5, scale_hi=1.5, scale_init=1.0)
 

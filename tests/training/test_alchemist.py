@@ -9,10 +9,10 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from training.alchemist.curate import curate, main
-from training.alchemist.diffusion import Denoiser, sample, train_denoiser
-from training.alchemist.estimator import cond_gain, standardise_by_caption, top_k
-from training.alchemist.pool import N_CLASSES, TIERS, digits_split, make_pool
+from training.methods.alchemist.curate import curate, main
+from training.methods.alchemist.diffusion import Denoiser, sample, train_denoiser
+from training.methods.alchemist.estimator import cond_gain, standardise_by_caption, top_k
+from training.methods.alchemist.pool import N_CLASSES, TIERS, digits_split, make_pool
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ import math
 
 import torch
 
-from training.arncg import ARNCG, polish
-from training.arncg.capped_cg import capped_cg
-from training.arncg.experiment import last_step_order
-from training.arncg.problems import PoissonPINN, rosenbrock, rosenbrock_start
+from training.methods.arncg import ARNCG, polish
+from training.methods.arncg.capped_cg import capped_cg
+from training.methods.arncg.experiment import last_step_order
+from training.methods.arncg.problems import PoissonPINN, rosenbrock, rosenbrock_start
 
 torch.set_num_threads(1)
 

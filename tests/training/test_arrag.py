@@ -7,11 +7,11 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from training.arrag.daid import DaidSetting, daid_mix, generate, retrieval_distribution, tune
-from training.arrag.faid import FAiD
-from training.arrag.model import TokenGPT, fit, flat, nll_per_token
-from training.arrag.retrieval import Database, faid_slots, has_key, l_keys, retrieve_grids
-from training.arrag.tokens import fit_tokenizer, grey_picture
+from training.methods.arrag.daid import DaidSetting, daid_mix, generate, retrieval_distribution, tune
+from training.methods.arrag.faid import FAiD
+from training.methods.arrag.model import TokenGPT, fit, flat, nll_per_token
+from training.methods.arrag.retrieval import Database, faid_slots, has_key, l_keys, retrieve_grids
+from training.methods.arrag.tokens import fit_tokenizer, grey_picture
 
 
 @pytest.fixture(autouse=True)

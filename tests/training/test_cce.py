@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from models.safety.risk_gate import RiskGate
-from training.cce.gate import SCORE_NAMES, explain_gate, gate_feature_names, readable_only, summarise
-from training.cce.metrics import bandwidth, mean_cost, mmd
-from training.cce.recourse import LinearModel, individual_counterfactuals, nearest_positive
-from training.cce.transport import barycentric_targets, collective_plan
+from training.methods.cce.gate import SCORE_NAMES, explain_gate, gate_feature_names, readable_only, summarise
+from training.methods.cce.metrics import bandwidth, mean_cost, mmd
+from training.methods.cce.recourse import LinearModel, individual_counterfactuals, nearest_positive
+from training.methods.cce.transport import barycentric_targets, collective_plan
 
 
 def _populations(seed: int = 0, n: int = 300, dim: int = 2):

@@ -11,7 +11,7 @@ from models.cmdp.controller import BudgetConfig, BudgetController
 from models.cmdp.pipeline_model import ACTIONS, PipelineModelConfig, cpu_ms, quality
 from models.cmdp.primal_dual import PrimalDualConfig
 from models.cmdp.tabular import evaluate, greedy, lp_optimum, min_cost, random_cmdp, unconstrained_cost
-from training.cmdp.experiment import learn, pipeline_cmdp, stream
+from training.methods.cmdp.experiment import learn, pipeline_cmdp, stream
 
 
 @pytest.fixture(scope="module")

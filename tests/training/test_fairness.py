@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from training.fairness.cf import cf_distance, ecf, moment_distance, sample_frequencies
-from training.fairness.data import camera_embeddings
-from training.fairness.embeddings import per_second_embeddings
-from training.fairness.head import FairConfig, FairHead, fit_fair_head
-from training.fairness.metrics import dp_gap, probe_auc
+from training.methods.fairness.cf import cf_distance, ecf, moment_distance, sample_frequencies
+from training.methods.fairness.data import camera_embeddings
+from training.methods.fairness.embeddings import per_second_embeddings
+from training.methods.fairness.head import FairConfig, FairHead, fit_fair_head
+from training.methods.fairness.metrics import dp_gap, probe_auc
 
 
 def test_ecf_distance_is_the_gaussian_kernel_mmd():

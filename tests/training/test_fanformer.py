@@ -12,7 +12,7 @@ from models.prefm.online import load_checkpoint
 from models.trisense.grounder import load_checkpoint as load_grounder
 from models.trisense.grounder import save_checkpoint as save_grounder
 from models.trisense.modeling_trisense import TriSenseConfig, TriSenseModel
-from training.fanformer.toy import matched_ff, train_toy
+from training.methods.fanformer.toy import matched_ff, train_toy
 from training.prefm.cli import train_main
 from training.prefm.synthetic import generate
 

@@ -12,7 +12,7 @@ import torch
 from models.prefm.modeling_prefm import PreFM, preset
 from models.prefm.online import save_checkpoint
 from models.trisense.modeling_trisense import TriSenseConfig, TriSenseModel
-from training.headgate.chg import (
+from training.methods.headgate.chg import (
     CHGConfig,
     causal_head_gating,
     classify,
@@ -20,9 +20,9 @@ from training.headgate.chg import (
     mean_loss,
     module_names,
 )
-from training.headgate.gates import HeadGates, ablation_gates, attention_modules
-from training.headgate.report import main as report_main
-from training.headgate.substrate import PlantedHead, plant
+from training.methods.headgate.gates import HeadGates, ablation_gates, attention_modules
+from training.methods.headgate.report import main as report_main
+from training.methods.headgate.substrate import PlantedHead, plant
 
 torch.set_num_threads(1)
 

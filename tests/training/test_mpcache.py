@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from tests.test_trisense_index import QUERY, make_clip, make_grounder
-from training.mpcache import MPCacheSelector
-from training.mpcache.cost import decode_step_cost
-from training.mpcache.experiment import CONFIG, WEIGHT_GRID, level_counts
-from training.mpcache.selector import MPCacheConfig, cluster_bounds, hierarchical_select, static_keep
-from training.mpcache.synthetic import (
+from training.methods.mpcache import MPCacheSelector
+from training.methods.mpcache.cost import decode_step_cost
+from training.methods.mpcache.experiment import CONFIG, WEIGHT_GRID, level_counts
+from training.methods.mpcache.selector import MPCacheConfig, cluster_bounds, hierarchical_select, static_keep
+from training.methods.mpcache.synthetic import (
     attention_probs,
     make_prompt,
     mass_and_error,

@@ -14,13 +14,20 @@ from models.safety.escalation import ESCALATION_FILE, EscalationPolicy, alert_se
 from models.safety.knowledge import load_rules
 from models.safety.logparse import Segment
 from models.safety.retrieval import RuleRetriever
-from training.pomdp.escalation import policy_document, solve_escalation
-from training.pomdp.gate_sensors import add_spurious, load, settings_of
-from training.pomdp.model import POMDP, environment_block, product
-from training.pomdp.plans import evaluate, simulate
-from training.pomdp.problems import bin_counts, environments, me_escalation, me_tiger, sensor_model, tiger
-from training.pomdp.robust import robust_mixture, single_environment, solve, worst_case_prior
-from training.pomdp.solvers import exact_plans, point_based_plans, reachable_beliefs
+from training.methods.pomdp.escalation import policy_document, solve_escalation
+from training.methods.pomdp.gate_sensors import add_spurious, load, settings_of
+from training.methods.pomdp.model import POMDP, environment_block, product
+from training.methods.pomdp.plans import evaluate, simulate
+from training.methods.pomdp.problems import (
+    bin_counts,
+    environments,
+    me_escalation,
+    me_tiger,
+    sensor_model,
+    tiger,
+)
+from training.methods.pomdp.robust import robust_mixture, single_environment, solve, worst_case_prior
+from training.methods.pomdp.solvers import exact_plans, point_based_plans, reachable_beliefs
 
 
 def all_plan_values(pomdp: POMDP, horizon: int) -> np.ndarray:

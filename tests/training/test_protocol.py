@@ -11,12 +11,18 @@ import numpy as np
 import pytest
 import torch
 
-from training.protocol.actors import Pipeline
-from training.protocol.evaluate import local_gradients, relative_error, seeded_projection
-from training.protocol.experiment import BYTE_BUDGET, MICRO_BATCHES, STEPS, bytes_per_step, experiment_config
-from training.protocol.model import ModelConfig, StagedModel
-from training.protocol.recipe import Recipe
-from training.protocol.wire import pack, unpack
+from training.methods.protocol.actors import Pipeline
+from training.methods.protocol.evaluate import local_gradients, relative_error, seeded_projection
+from training.methods.protocol.experiment import (
+    BYTE_BUDGET,
+    MICRO_BATCHES,
+    STEPS,
+    bytes_per_step,
+    experiment_config,
+)
+from training.methods.protocol.model import ModelConfig, StagedModel
+from training.methods.protocol.recipe import Recipe
+from training.methods.protocol.wire import pack, unpack
 
 CONFIG = ModelConfig(vocab=11, d=32, k=2, heads=2, layers=4, stages=3, tail=2, context=8, seed=5)  # blocks 1|1|2
 B = 4

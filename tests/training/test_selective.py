@@ -11,18 +11,23 @@ import torch
 
 from models.prefm.modeling_prefm import PreFM, PreFMConfig
 from models.prefm.online import load_checkpoint
+from training.methods.selective.estimator import RidgeEstimator
+from training.methods.selective.forecaster import (
+    ForecastConfig,
+    fit_forecaster,
+    forecast_mse,
+    load_forecaster,
+)
+from training.methods.selective.masks import anomaly_keep, masked_mse, position_variance, uncertainty_keep
+from training.methods.selective.prefm import PreFMFutureSelector, future_scores, mask_shares
+from training.methods.selective.selector import Selector
+from training.methods.selective.series import make_windows, result_series, synthetic_series
+from training.methods.selective.stream import main as stream_main
 from training.prefm.cli import train_main
 from training.prefm.data import ClipStore
 from training.prefm.losses import masked_future_bce, prefm_loss, temporal_weights, weighted_bce
 from training.prefm.synthetic import generate
 from training.prefm.trainer import TrainConfig
-from training.selective.estimator import RidgeEstimator
-from training.selective.forecaster import ForecastConfig, fit_forecaster, forecast_mse, load_forecaster
-from training.selective.masks import anomaly_keep, masked_mse, position_variance, uncertainty_keep
-from training.selective.prefm import PreFMFutureSelector, future_scores, mask_shares
-from training.selective.selector import Selector
-from training.selective.series import make_windows, result_series, synthetic_series
-from training.selective.stream import main as stream_main
 
 torch.set_num_threads(1)
 

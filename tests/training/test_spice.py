@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from training.spice import conformers
-from training.spice.conformers import N_FEATURES, Ensembles, boltzmann
-from training.spice.model import Spice, SpiceConfig
-from training.spice.moe import GeometricMoE
-from training.spice.train import fit, pick_conformers, random_orthogonal, symmetry_error
+from training.methods.spice import conformers
+from training.methods.spice.conformers import N_FEATURES, Ensembles, boltzmann
+from training.methods.spice.model import Spice, SpiceConfig
+from training.methods.spice.moe import GeometricMoE
+from training.methods.spice.train import fit, pick_conformers, random_orthogonal, symmetry_error
 
 RESULT = Path(__file__).resolve().parents[2] / "docs" / "results" / "training" / "spice.json"
 

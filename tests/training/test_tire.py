@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from training.tire.experiment import Config, run_subject
-from training.tire.inpaint import ExemplarInpainter
-from training.tire.pipeline import Anchor, resplat, view_psnr
-from training.tire.splats import Camera, Splats, SplatView, render, splat
-from training.tire.subject import generator_guess, photo_texture, subject_scene
-from training.tire.track import carry_along_tracks, sample_at
+from training.methods.tire.experiment import Config, run_subject
+from training.methods.tire.inpaint import ExemplarInpainter
+from training.methods.tire.pipeline import Anchor, resplat, view_psnr
+from training.methods.tire.splats import Camera, Splats, SplatView, render, splat
+from training.methods.tire.subject import generator_guess, photo_texture, subject_scene
+from training.methods.tire.track import carry_along_tracks, sample_at
 
 
 @pytest.fixture(autouse=True)

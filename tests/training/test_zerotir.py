@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from training.zerotir import hostile
-from training.zerotir.agent import StreamAgent, main
-from training.zerotir.executor import Executor, Limits
-from training.zerotir.grpo import CachedRunner, Config, evaluate, grpo_loss, restore, train
-from training.zerotir.programs import AGGS, FILTERS, render
-from training.zerotir.programs import evaluate as evaluate_program
-from training.zerotir.rollout import Trajectory
-from training.zerotir.streamlog import from_result, from_store, load
-from training.zerotir.tasks import KINDS, is_correct, link, make_episodes, make_log, reference_answer
+from training.methods.zerotir import hostile
+from training.methods.zerotir.agent import StreamAgent, main
+from training.methods.zerotir.executor import Executor, Limits
+from training.methods.zerotir.grpo import CachedRunner, Config, evaluate, grpo_loss, restore, train
+from training.methods.zerotir.programs import AGGS, FILTERS, render
+from training.methods.zerotir.programs import evaluate as evaluate_program
+from training.methods.zerotir.rollout import Trajectory
+from training.methods.zerotir.streamlog import from_result, from_store, load
+from training.methods.zerotir.tasks import KINDS, is_correct, link, make_episodes, make_log, reference_answer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "zerotir_demo.json"
 CORRECT = {"count": ("label", "count"), "first_start": ("label", "first_start"), "last_end": ("label", "last_end"),

@@ -9,7 +9,7 @@ events against the recordings' LLP labels:
   class it shows, a person for none);
 - false events per minute on the split's eventless clips (real background, no target event);
 - word error rate of the default recognizer on the split's recorded English voices (tuxpaint's stamp
-  descriptions, `training/corpus/asr_bench.py`);
+  descriptions, `training/experiments/asr_tuxpaint_en.py`);
 - grounding R@1 at IoU 0.3 and 0.5, mIoU and abstention accuracy (`training/trisense/evaluate.py`).
 
 The VAD's speech spans are not stored with the features, so replayed Speech comes from PreFM alone, as it
@@ -137,8 +137,8 @@ def _runs(pred: np.ndarray) -> list[tuple[int, int]]:
 def asr_report(corpus: Path, split: str, model: str = "tiny.en") -> dict:
     """WER of `model` on recorded English voices no other split used: tuxpaint's English descriptions that the
     split holds or that the corpus left out altogether (the corpus draws its voices from other languages)."""
-    from training.corpus.asr_bench import bench
     from training.corpus.real_sources import TUXPAINT_STAMPS, english_descriptions
+    from training.experiments.asr_tuxpaint_en import bench
     from training.media.synth import load_audio
 
     splits = json.loads((corpus / "sources.json").read_text())

@@ -13,7 +13,7 @@ event F1 at tIoU 0.5 pooled over the val clips, which an empty prediction cannot
 (per-video average, where a video with no event and no prediction scores 100).
 
 ``future_loss="selective"`` (our extension) averages the future positions' BCE only over the steps that
-selective learning keeps (``training.selective.prefm``); the default "bce" is the authors' loss.
+selective learning keeps (``training.methods.selective.prefm``); the default "bce" is the authors' loss.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from tqdm import tqdm
 from models.prefm.metrics import pooled_class_f1, summarize, video_metrics
 from models.prefm.modeling_prefm import PreFM, PreFMConfig
 from models.prefm.online import load_checkpoint, predict_offline, predict_windows, save_checkpoint
+from training.methods.selective.prefm import PreFMFutureSelector
 from training.prefm.data import ClipStore, collate, crop_sample, sample_current_indices, window_sample
 from training.prefm.losses import offline_loss, prefm_loss
-from training.selective.prefm import PreFMFutureSelector
 
 VARIANTS = ("prefm", "nofuture", "offline")
 FUTURE_LOSSES = ("bce", "selective")
