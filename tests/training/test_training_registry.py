@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.helpers.cli import run_cli
 from training.experiment import NOT_METHODS, Result, format_table, method_names
 
@@ -27,3 +29,32 @@ def test_unknown_method_is_bad_input():
     proc = run_cli("eval", "training", "--only", "no-such-method", timeout=120)
     assert proc.returncode == 2
     assert "unknown method" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_spread_folds_each_sd_into_its_figure_on_a_real_multi_seed_run():
+    from training.fanformer.experiment import run
+
+    result = run(steps=20, seeds=2)  # two real seeds of the FANformer toy, 20 steps each
+    assert result.seeds == 2 and result.to_json()["seeds"] == 2
+    spread = result.spread()
+    assert not any(k.endswith("_sd") for k in spread)
+    fan_row = next(r for r in result.rows if r["attention"] == "fan" and r["step"] == 20)
+    assert spread["test_mse_fan"] == {"mean": fan_row["test_mse_mean"], "sd": fan_row["test_mse_sd"]}
+    assert spread["test_mse_fan"]["sd"] > 0
+    assert spread["param_ratio_fan_over_plain"]["sd"] is None  # not a per-seed quantity
+    assert Result([], {"x": 1.0}, {"a": True}).spread() == {"x": {"mean": 1.0, "sd": None}}
+
+
+def test_eval_training_prints_one_json_line_per_method_and_a_table():
+    proc = run_cli("eval", "training", "--only", "cce", "--json", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1
+    line = json.loads(lines[0])
+    assert line["method"] == "cce" and line["held"] is True and line["seeds"] == 1
+    assert line["figures"] and all(set(v) == {"mean", "sd"} and v["sd"] is None for v in line["figures"].values())
+    assert line["checks"] and all(line["checks"].values())
+    table = run_cli("eval", "training", "--only", "cce", timeout=600)
+    assert table.returncode == 0, table.stderr
+    header, _, row = table.stdout.splitlines()[:3]
+    assert header.split()[:4] == ["method", "held", "seeds", "s"] and row.split()[:3] == ["cce", "held", "1"]

@@ -115,7 +115,7 @@ def run(seed: int = 0, progress=None) -> Result:
              "The cameras' true event rates differ (0.4 / 0.5 / 0.6), so a zero decision gap would cost accuracy; "
              "the gap that goes is the one a camera-aware model adds by using the camera as a prior.",
              "Synthetic embeddings (training/fairness/data.py): numbers are not a claim about real video."]
-    return Result(summary + rows, figures, checks, notes)
+    return Result(summary + rows, figures, checks, notes, seeds=len(SEEDS))
 
 
 EXPERIMENT = Experiment(
