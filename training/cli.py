@@ -2,8 +2,9 @@
 
 train: one experiment, with a progress bar; prints its table and writes JSON (default
 `data/training/<method>.json`). eval training: every experiment (or `--only`), then one line per method
-with its headline figures and whether the claim's direction held. Exit 0 when every direction held, 1
-when one did not, 2 on bad input.
+with its headline figures (mean +- sd over the experiment's seeds where it has several) and whether the
+claim's direction held; with `--json` that line is one JSON object (JSON Lines), so a consumer can read the
+methods as they finish. Exit 0 when every direction held, 1 when one did not, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -53,26 +54,31 @@ def eval_training_main(argv: list[str]) -> int:
                                             "each paper's claimed direction held in miniature.")
     p.add_argument("--only", metavar="M1,M2", help=f"only these methods ({', '.join(method_names())})")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object per method (JSON Lines) instead of the table")
     a = p.parse_args(argv)
     try:
         names = _only(a.only)
     except ValueError as exc:
         print(f"foresight: error: {exc}", file=sys.stderr)
         return 2
-    report, rows = {}, []
+    held, rows = [], []
     for name in progress_bar(sys.stderr.isatty() and not a.json)(names, desc="methods"):
         exp = load(name)
         t0 = time.perf_counter()
         result = exp.run(seed=a.seed, progress=progress_bar(False))
-        seconds = time.perf_counter() - t0
-        report[name] = {"title": exp.title, "paper": exp.paper, "claim": exp.claim, "seconds": round(seconds, 1),
-                        **result.to_json()}
-        figures = ", ".join(f"{k}={v:.4g}" for k, v in result.figures.items())
-        rows.append({"method": name, "held": "held" if result.held else "NOT HELD", "s": round(seconds, 1),
-                     "figures": figures})
-    if a.json:
-        print(json.dumps(report, indent=2, allow_nan=True))
-    else:
+        seconds = round(time.perf_counter() - t0, 1)
+        held.append(result.held)
+        spread = result.spread()
+        if a.json:
+            print(json.dumps({"method": name, "title": exp.title, "held": result.held, "seconds": seconds,
+                              "seeds": result.seeds, "figures": spread, "checks": result.checks},
+                             allow_nan=True), flush=True)
+            continue
+        figures = ", ".join(f"{k}={v['mean']:.4g}" + (f"±{v['sd']:.2g}" if v["sd"] is not None else "")
+                            for k, v in spread.items())
+        rows.append({"method": name, "held": "held" if result.held else "NOT HELD", "seeds": result.seeds,
+                     "s": seconds, "figures": figures})
+    if not a.json:
         print(format_table(rows))
-    return 0 if all(r["held"] for r in report.values()) else 1
+    return 0 if all(held) else 1

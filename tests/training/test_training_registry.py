@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.helpers.cli import run_cli
@@ -47,3 +48,32 @@ def test_a_method_whose_extra_is_missing_exits_2_naming_the_extra():
     assert out.returncode == 2, out.stderr[-2000:]
     assert "needs rdkit" in out.stderr and "requirements-methods.txt" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_spread_folds_each_sd_into_its_figure_on_a_real_multi_seed_run():
+    from training.methods.fanformer.experiment import run
+
+    result = run(steps=20, seeds=2)  # two real seeds of the FANformer toy, 20 steps each
+    assert result.seeds == 2 and result.to_json()["seeds"] == 2
+    spread = result.spread()
+    assert not any(k.endswith("_sd") for k in spread)
+    fan_row = next(r for r in result.rows if r["attention"] == "fan" and r["step"] == 20)
+    assert spread["test_mse_fan"] == {"mean": fan_row["test_mse_mean"], "sd": fan_row["test_mse_sd"]}
+    assert spread["test_mse_fan"]["sd"] > 0
+    assert spread["param_ratio_fan_over_plain"]["sd"] is None  # not a per-seed quantity
+    assert Result([], {"x": 1.0}, {"a": True}).spread() == {"x": {"mean": 1.0, "sd": None}}
+
+
+def test_eval_training_prints_one_json_line_per_method_and_a_table():
+    proc = run_cli("eval", "training", "--only", "cce", "--json", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1
+    line = json.loads(lines[0])
+    assert line["method"] == "cce" and line["held"] is True and line["seeds"] == 1
+    assert line["figures"] and all(set(v) == {"mean", "sd"} and v["sd"] is None for v in line["figures"].values())
+    assert line["checks"] and all(line["checks"].values())
+    table = run_cli("eval", "training", "--only", "cce", timeout=600)
+    assert table.returncode == 0, table.stderr
+    header, _, row = table.stdout.splitlines()[:3]
+    assert header.split()[:4] == ["method", "held", "seeds", "s"] and row.split()[:3] == ["cce", "held", "1"]

@@ -29,13 +29,15 @@ class Result:
     """What one run of an experiment measured.
 
     rows: the table (one dict per row, same keys); figures: the headline numbers by name;
-    checks: each part of the claim's direction by name, True where it held.
+    checks: each part of the claim's direction by name, True where it held; seeds: how many seeds the
+    figures average over. A figure `<name>_sd` is the sd over those seeds of figure `<name>`.
     """
 
     rows: list[dict[str, Any]]
     figures: dict[str, float]
     checks: dict[str, bool]
     notes: list[str] = field(default_factory=list)
+    seeds: int = 1
 
     @property
     def held(self) -> bool:
@@ -43,7 +45,12 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         return {"rows": self.rows, "figures": self.figures, "checks": self.checks, "held": self.held,
-                "notes": self.notes}
+                "notes": self.notes, "seeds": self.seeds}
+
+    def spread(self) -> dict[str, dict[str, float | None]]:
+        """Each headline figure as {"mean", "sd"}, its `_sd` companion folded in (sd None where there is none)."""
+        return {k: {"mean": v, "sd": self.figures.get(f"{k}_sd")} for k, v in self.figures.items()
+                if not (k.endswith("_sd") and k[:-3] in self.figures)}
 
 
 @dataclass(frozen=True)

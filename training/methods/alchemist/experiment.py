@@ -157,7 +157,7 @@ def run(seed: int = 0, progress=None) -> Result:
              f"{n['acc_classifier_k']:.3f} +- {n['acc_classifier_k_sd']:.3f}, random k {n['acc_random_k']:.3f} +- "
              f"{n['acc_random_k_sd']:.3f} (reported, not checked)",
              *default[0].notes]
-    return Result(rows, figures, checks, notes)
+    return Result(rows, figures, checks, notes, seeds=len(SEEDS))
 
 
 EXPERIMENT = Experiment(

@@ -192,7 +192,7 @@ def run(seed: int = 0, progress: Callable[..., Iterator] | None = None) -> Resul
              f"L-BFGS at the same oracle calls: loss {lbfgs['loss']:.2e} +- {lbfgs['loss_sd']:.1e} against "
              f"ARNCG's {arncg['loss']:.2e} +- {arncg['loss_sd']:.1e} (not claimed either way by the check)",
              "budgets are oracle calls (gradient + HVP + loss-only evaluation = 1 each), not CPU time"]
-    return Result(rows=table + runs, figures=figures, checks=checks, notes=notes)
+    return Result(rows=table + runs, figures=figures, checks=checks, notes=notes, seeds=len(SEEDS))
 
 
 EXPERIMENT = Experiment(

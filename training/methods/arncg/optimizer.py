@@ -31,6 +31,17 @@ from training.methods.arncg.capped_cg import capped_cg
 POLICIES = ("gradient", "minimum_gradient")
 
 
+def regularizer(norm_g: float, prev_g: float, min_g: float, prev_min: float, policy: str,
+                theta: float) -> tuple[float, float]:
+    """(omega_f, omega): the method's adaptive regularizer, from gradient norms alone (step 2 above).
+
+    omega_f = |g_k|^(1/2) ("gradient") or eps_k^(1/2) ("minimum_gradient"); the trial step's omega shrinks
+    it by the gradient's progress to the power theta, which is what makes the local rate quadratic."""
+    omega_f = math.sqrt(norm_g if policy == "gradient" else min_g)
+    shrink = min(1.0, norm_g / prev_g) if policy == "gradient" else min_g / prev_min
+    return omega_f, omega_f * shrink**theta
+
+
 @dataclass
 class StepRecord:
     """What one outer iteration did (kept in `ARNCG.history`)."""
@@ -106,9 +117,7 @@ class ARNCG(torch.optim.Optimizer):
             self.history.append(StepRecord(f, norm_g, "converged", 0.0, self.M, 0.0, 0, False))
             return loss.detach()
 
-        omega_f = math.sqrt(norm_g if o["policy"] == "gradient" else min_g)
-        shrink = min(1.0, norm_g / prev_g) if o["policy"] == "gradient" else min_g / prev_min
-        omega = omega_f * shrink ** o["theta"]
+        omega_f, omega = regularizer(norm_g, prev_g, min_g, prev_min, o["policy"], o["theta"])
         rho = math.sqrt(self.M) * omega
         self._prev = (norm_g, min_g)
         if rho <= 0:  # exact stationary point with tolerance 0

@@ -18,10 +18,10 @@ import statistics
 import numpy as np
 import torch
 
+from training.methods.runner import Experiment, Result
 from training.methods.fairness.data import camera_embeddings
 from training.methods.fairness.head import FairConfig, fit_fair_head
 from training.methods.fairness.metrics import dp_gap, probe_auc
-from training.methods.runner import Experiment, Result
 
 TRAIN, VAL, TEST = 4000, 2000, 2000
 EPOCHS = 15
@@ -115,7 +115,7 @@ def run(seed: int = 0, progress=None) -> Result:
              "The cameras' true event rates differ (0.4 / 0.5 / 0.6), so a zero decision gap would cost accuracy; "
              "the gap that goes is the one a camera-aware model adds by using the camera as a prior.",
              "Synthetic embeddings (training/methods/fairness/data.py): numbers are not a claim about real video."]
-    return Result(summary + rows, figures, checks, notes)
+    return Result(summary + rows, figures, checks, notes, seeds=len(SEEDS))
 
 
 EXPERIMENT = Experiment(

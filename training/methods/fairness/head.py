@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from models import checkpoints
 from training.methods.fairness.cf import cf_distance, moment_distance, sample_frequencies
 
 PENALTIES = ("none", "cf", "moments")
@@ -65,14 +66,12 @@ class FairHead(nn.Module):
         return torch.sigmoid(self(torch.as_tensor(np.asarray(x, np.float32)))[1]).numpy()
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"config": asdict(self.config), "in_dim": int(self.mean.numel()), "state": self.state_dict()}, path)
-        return path
+        return checkpoints.write({"config": asdict(self.config), "in_dim": int(self.mean.numel()),
+                                  "state": self.state_dict()}, path)
 
     @classmethod
     def load(cls, path: str | Path) -> FairHead:
-        blob = torch.load(Path(path), map_location="cpu", weights_only=True)
+        blob = checkpoints.read(path, what="fair-head checkpoint")
         head = cls(blob["in_dim"], FairConfig(**blob["config"]))
         head.load_state_dict(blob["state"])
         return head.eval()

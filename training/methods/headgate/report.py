@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from models import checkpoints
+from training.methods.runner import format_table
 from training.methods.headgate.chg import (
     CHGConfig,
     HeadReport,
@@ -38,7 +40,6 @@ from training.methods.headgate.tasks import (
     prefm_batches,
     prefm_sample_loss,
 )
-from training.methods.runner import format_table
 
 PARTS = {"current": {"part": "current"}, "future": {"part": "future"}, "audio": {"modality": "audio"},
          "visual": {"modality": "visual"}}
@@ -47,13 +48,7 @@ PARTS = {"current": {"part": "current"}, "future": {"part": "future"}, "audio": 
 def load_any(path: str | Path) -> tuple[str, torch.nn.Module]:
     """("prefm" | "grounder", model in eval mode) from a checkpoint of either format."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint not found: {path}")
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise ValueError(f"{path}: not a readable torch checkpoint ({type(exc).__name__})") from exc
-    fmt = blob.get("format") if isinstance(blob, dict) else None
+    fmt = checkpoints.read(path).get("format")
     if fmt == "foresight-prefm-v1":
         from models.prefm.online import load_checkpoint
 

@@ -160,7 +160,7 @@ def run(seed: int = 0, progress: Callable[..., Iterator] | None = None) -> Resul
              "topic, so the look-once stage can evict some mass a query later needs (compare 'dynamic stage only')",
              "cost units: our planning weights (comparison 1, exponential 2, 0.05 per opened element), and a grid of "
              "27 weightings around them (row 'MPC cost at 2k over 27 weightings'); not the paper's SPU measurements"]
-    return Result(rows=rows + costs + [grid], figures=figures, checks=checks, notes=notes)
+    return Result(rows=rows + costs + [grid], figures=figures, checks=checks, notes=notes, seeds=len(SEEDS))
 
 
 EXPERIMENT = Experiment(

@@ -13,12 +13,14 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
+from models import checkpoints
 from training.methods.selective.estimator import RidgeEstimator
 from training.methods.selective.masks import masked_mse
 from training.methods.selective.selector import R_A, R_U, Selector
 from training.methods.selective.series import Windows
 
 LOSSES = ("mse", "selective")
+FORMAT = "foresight-forecaster-v1"
 
 
 @dataclass
@@ -109,14 +111,12 @@ def forecast_mse(model: MLPForecaster, windows: Windows) -> float:
 
 def save_forecaster(path: str, model: MLPForecaster, meta: dict) -> None:
     """One ``.pt``: the config, the weights and JSON-able metadata (signals, normalisation, scores)."""
-    torch.save({"format": "foresight-forecaster-v1", "config": asdict(model.cfg), "state_dict": model.state_dict(),
-                "meta": meta}, path)
+    checkpoints.write({"format": FORMAT, "config": asdict(model.cfg), "state_dict": model.state_dict(),
+                       "meta": meta}, path)
 
 
 def load_forecaster(path: str) -> tuple[MLPForecaster, dict]:
-    blob = torch.load(path, map_location="cpu", weights_only=True)
-    if blob.get("format") != "foresight-forecaster-v1":
-        raise ValueError(f"{path} is not a Foresight forecaster checkpoint")
+    blob = checkpoints.read(path, fmt=FORMAT, what="forecaster checkpoint")
     model = MLPForecaster(ForecastConfig(**blob["config"]))
     model.load_state_dict(blob["state_dict"])
     return model.eval(), blob["meta"]

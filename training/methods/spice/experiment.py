@@ -108,7 +108,7 @@ def compare(seeds: tuple[int, ...], progress, prop: str = "gyration", epochs: in
              f"{'below' if beyond(s['spice'], s['uncoupled']) else 'not below'} the uncoupled ensemble and "
              f"{'below' if beyond(s['spice'], s['lowest']) else 'not below'} the oracle beyond the seed spread",
              f"test floors: {floors}", f"symmetry errors: {symmetry}"]
-    return Result(list(summary.values()) + rows, figures, checks, notes)
+    return Result(list(summary.values()) + rows, figures, checks, notes, seeds=len(seeds))
 
 
 def run(seed: int, progress) -> Result:

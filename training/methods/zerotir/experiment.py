@@ -139,7 +139,7 @@ def run(seed: int = 0, progress: Callable[..., Iterator] = lambda it, **_: iter(
     notes.append(f"with the whole log in context the no-tool arm reaches {full['accuracy']:.3f} +- {full['accuracy_sd']:.3f}: "
                  "the tool's advantage here is the context limit, by construction of the task")
     rows = summary + [r for c in curves for r in c] + finals
-    return Result(rows=rows, figures=figures, checks=checks, notes=notes)
+    return Result(rows=rows, figures=figures, checks=checks, notes=notes, seeds=len(SEEDS))
 
 
 EXPERIMENT = Experiment(

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from models import checkpoints
 from training.methods.zerotir.programs import AGGS, FILTERS
 from training.methods.zerotir.tasks import INTENT_VOCAB
 
@@ -75,14 +76,12 @@ class Policy(nn.Module):
         return state, self.head(state) + vote
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"hidden": self.hidden, "vocab": list(self.vocab), "actions": list(ACTIONS),
-                    "inputs": list(INPUTS), "state_dict": self.state_dict()}, path)
+        checkpoints.write({"hidden": self.hidden, "vocab": list(self.vocab), "actions": list(ACTIONS),
+                           "inputs": list(INPUTS), "state_dict": self.state_dict()}, path)
 
     @classmethod
     def load(cls, path: str | Path) -> Policy:
-        blob = torch.load(Path(path), map_location="cpu", weights_only=True)
+        blob = checkpoints.read(path, what="tool-policy checkpoint")
         if tuple(blob["actions"]) != ACTIONS or tuple(blob["inputs"]) != INPUTS:
             raise ValueError(f"{path}: the checkpoint's token set differs from this code's")
         policy = cls(hidden=int(blob["hidden"]), vocab=tuple(blob["vocab"]))
