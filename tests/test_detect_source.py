@@ -103,6 +103,19 @@ def test_a_sub_stream_outage_reconnects_the_analysis_and_the_recording_goes_on(c
     assert starts[0] < lost_from and starts[-1] > lost_to and max(gaps) < 4.5, (starts, stats["lost_intervals"])
 
 
+def test_boxes_found_on_the_sub_stream_land_on_the_same_place_of_the_main_picture():
+    """The dashboard draws a box in its `frame_size` pixels scaled onto the picture it is drawn on: a box of the
+    320x180 analysis lands on twice its coordinates in a 640x360 main-stream frame."""
+    import numpy as np
+
+    from ui.picture import draw_boxes
+
+    visual = {"frame_size": list(SMALL), "detections": [{"label": "person", "score": 0.9, "box": [40, 30, 100, 90]}]}
+    drawn = np.asarray(draw_boxes(np.zeros((360, 640, 3), np.uint8), visual)).max(axis=2) > 0
+    assert drawn[120, 79:82].any() and drawn[120, 199:202].any()  # the left and right edges, at x 80 and 200
+    assert not drawn[120, 83:197].any() and not drawn[120, 30:50].any()  # nothing at the unscaled edge (x 40)
+
+
 def test_bad_detect_sources_are_one_line_errors_with_exit_2(cameras, demo_clip, tmp_path):
     main, _ = cameras
     refused = f"rtsp://127.0.0.1:{free_port()}/sub"
