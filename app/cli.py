@@ -58,11 +58,16 @@ def cmd_analyze(args) -> int:
             raise BadInput(f"--out {out} is a directory")
         check_writable_dir(out.parent, "--out")
     # Check the source before the heavy imports, Ray and the models: bad input fails in seconds.
+    from pipelines.media.detect_source import parse_detect_source
     from pipelines.media.preflight import check_source
     from pipelines.media.sources import SourceKind, parse_source
 
     spec = parse_source(args.source, args.rtsp_transport)
-    check_source(spec, network=not args.retry)
+    detect = parse_detect_source(args.detect_source, spec, args.rtsp_transport)
+    if args.record and (spec.kind is SourceKind.FILE or not spec.live):
+        raise BadInput("--record needs a live source (a camera URL or device); a file is its own recording")
+    for checked in (spec, detect) if detect is not None else (spec,):
+        check_source(checked, network=not args.retry)
     if spec.kind is SourceKind.FILE and not spec.live:  # the same cap as `serve --max-duration`, from the header
         from app.services.uploads import media_within
 
@@ -75,6 +80,13 @@ def cmd_analyze(args) -> int:
 
     options = analysis_options(args)
     options.reconnect.retry_before_data = args.retry
+    options.detect_source = detect.uri if detect is not None else None
+    if args.record:
+        from pipelines.media.recorder import RecordConfig
+
+        Path(args.record).mkdir(parents=True, exist_ok=True)
+        check_writable_dir(Path(args.record), "--record")
+        options.record = RecordConfig(args.record)
     stop = _graceful_stop()
     mode = args.progress
     if mode == "auto":
@@ -210,6 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a live source that is not up yet (a camera expected late): keep trying to connect, with "
                         "backoff, for up to --reconnect-budget seconds; without it a live source that cannot be "
                         "reached fails at once (exit 2), and reconnects only after it has sent data")
+    p.add_argument("--detect-source", metavar="URL",
+                   help="a live camera's low-resolution sub-stream: the analysis reads it, the recording "
+                        "(--record) keeps the main source; its sound is analysed if it carries one")
+    p.add_argument("--record", metavar="DIR",
+                   help="record a live source into DIR (a ring of MPEG-TS segments, the newest 60 min, as serve "
+                        "keeps; with --detect-source, the main stream)")
     p.add_argument("--progress", choices=["auto", "bar", "plain", "none"], default="auto",
                    help="progress display on stderr: a bar on terminals, 'plain' lines for logs (default auto)")
     p.add_argument("--runner", choices=["auto", "inline", "ray"], default="auto",

@@ -9,6 +9,7 @@ import pytest
 
 from models.errors import BadInput
 from pipelines.sinks.store import Store
+from tests.helpers.cli import free_port
 from ui.data import LiveState, alert_lines, detections_text, moments_frame, rolling_transcript
 from ui.search import hit_key
 from ui.timeline import human_label, mmss, outage_events, timeline_chart, timeline_frame
@@ -183,6 +184,12 @@ def test_bad_path_shows_a_reason(tmp_path, monkeypatch):
     at.text_input(key="url").input(str(bad)).run()
     at.button(key="start_live").click().run()
     assert "use \"File on the server\" for a file" in at.error[0].value
+    url = f"rtsp://127.0.0.1:{free_port()}/main"
+    at.text_input(key="url").input(url).run()
+    for detect, said in [(url, "the detect stream is the main source itself"), (str(bad), "not a file")]:
+        at.text_input(key="detect_url").input(detect).run()  # refused before Ray or any connection starts
+        at.button(key="start_live").click().run()
+        assert said in at.error[0].value, (detect, at.error[0].value)
 
 
 def test_detections_text_names_sounds_and_what_is_seen():

@@ -120,16 +120,19 @@ def analysis_options(questions: list[str] = (), watches: list[str] = (),
 
 def start_stream(manager: StreamManager, source: str, rtsp_transport: str,
                  options: AnalyzeOptions | None = None, zones: list[str] = (), lines: list[str] = (),
-                 track: bool = False) -> LiveStream:
-    """Add a live source (tracked, with `zones` and counting `lines` in the `--zone`/`--line` syntax, when asked);
-    it connects in the background. Ray is started first from a thread that outlives Streamlit's script runs
+                 track: bool = False, detect_source: str | None = None) -> LiveStream:
+    """Add a live source (tracked, with `zones` and counting `lines` in the `--zone`/`--line` syntax, when asked;
+    analysing its sub-stream `detect_source` while it is recorded, when given); it connects in the background. Ray is started first from a thread that outlives Streamlit's script runs
     (see `ensure_ray_in_keeper_thread`). BadInput or TooManyStreams when refused."""
+    from pipelines.media.detect_source import parse_detect_source
     from pipelines.spine.runtime import ensure_ray_in_keeper_thread
 
-    live_spec(source, rtsp_transport, "a live source is a URL (rtsp://, http(s)://) or a /dev/videoN device; "
-              "use \"File on the server\" for a file")
+    spec = live_spec(source, rtsp_transport, "a live source is a URL (rtsp://, http(s)://) or a /dev/videoN device; "
+                     "use \"File on the server\" for a file")
+    parse_detect_source(detect_source, spec, rtsp_transport, what="the detect stream")  # before Ray starts
     ensure_ray_in_keeper_thread()
-    return manager.add(source, rtsp_transport, options, zones=list(zones), lines=list(lines), track=track)
+    return manager.add(source, rtsp_transport, options, zones=list(zones), lines=list(lines), track=track,
+                       detect_source=detect_source)
 
 
 def media_dir() -> Path:

@@ -119,9 +119,13 @@ else:
         source = st.sidebar.selectbox("Device", cams, key="cam") if cams else None
         if not cams:
             st.sidebar.info("No /dev/video* device on this machine.")
-        transport = "tcp"
+        transport, detect_source = "tcp", None
     else:
         source = st.sidebar.text_input("URL", key="url", placeholder="rtsp://camera/stream")
+        detect_source = st.sidebar.text_input("Detect stream (optional)", key="detect_url",
+                                              placeholder="rtsp://camera/substream",
+                                              help="the camera's low-resolution sub-stream: analysed, while the URL "
+                                                   "above is recorded (the CLI's --detect-source)")
         transport = st.sidebar.radio("RTSP transport", ["tcp", "udp"], key="transport", horizontal=True)
     watches, threshold = ask(live=True)
     zones, lines, track = layout_inputs()
@@ -129,7 +133,7 @@ else:
         try:
             stream = backend.start_stream(manager, source, transport,
                                           backend.analysis_options([], watches, threshold, detector, pose), zones, lines,
-                                          track)
+                                          track, detect_source=detect_source or None)
             state.update(viewing=stream.id, result=None, job_id=None, error=None)
         except (BadInput, TooManyStreams) as exc:
             state.error = str(exc)

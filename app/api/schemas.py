@@ -134,9 +134,15 @@ class StreamCreate(BaseModel):
                                  "CLI's --detector names; default: the server's)")
     pose: str | None = Field(None, max_length=64, description="the pose model for this stream (the CLI's --pose "
                              "names; default: the server's)")
+    detect_source: Text | None = Field(None, min_length=1, max_length=2048,
+                                       description="the camera's low-resolution sub-stream (the CLI's "
+                                       "--detect-source): analysed, while `source` is recorded; the same policy "
+                                       "applies to it")
 
     @model_validator(mode="after")
     def _layout(self) -> StreamCreate:
+        if self.detect_source is not None and self.detect_source.strip() == self.source.strip():
+            raise ValueError("detect_source is the main source itself; give the camera's low-resolution sub-stream")
         return _checked_models(_checked_layout(self))
 
     def models(self) -> dict[str, str]:
@@ -203,6 +209,8 @@ class StreamInfo(BaseModel):
     recorded: bool = Field(False, description="its raw stream is recorded: GET /v1/jobs/{job_id}/clip plays it")
     detector: str | None = Field(None, description="the object detector it runs")
     pose: str | None = Field(None, description="the pose model it runs")
+    detect_source: str | None = Field(None, description="the sub-stream it analyses (credentials hidden); "
+                                      "`source` is recorded")
 
 
 class SearchRequest(BaseModel):

@@ -18,6 +18,7 @@ from app.services.model_choice import check_models, with_models
 from app.services.recordings import Retention, record_config
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, Pipeline
+from pipelines.media.detect_source import parse_detect_source
 from pipelines.media.policy import GENERIC_REFUSAL, SourcePolicy, SourceRefused
 from pipelines.media.redact import redact
 from pipelines.media.sources import SourceKind, SourceSpec, parse_source
@@ -83,6 +84,7 @@ class LiveStream:
     lines: list[str] = field(default_factory=list)
     track: bool = False  # tracking on without zones or lines (zones may come later: `set_layout`)
     models: dict[str, str] = field(default_factory=dict)  # its own detector / pose, as asked: kept for a restart
+    detect_source: str | None = None  # its sub-stream, analysed while the main one is recorded (kept, unredacted)
     refused: str | None = None  # why it was ended after it connected (a source it cannot analyse as asked)
 
     @property
@@ -96,7 +98,7 @@ class LiveStream:
     def settings(self) -> dict:
         """What a persistent stream comes back with after a server restart."""
         return {"watches": self.watches, "zones": list(self.zones), "lines": list(self.lines), "track": self.track,
-                "models": dict(self.models)}
+                "models": dict(self.models), "detect_source": self.detect_source}
 
     @property
     def recording(self) -> str | None:
@@ -162,7 +164,7 @@ class StreamManager:
                                         stream_id=row["stream_id"], restarts=row["restarts"] + 1,
                                         watches=kept.get("watches"), zones=kept.get("zones"),
                                         lines=kept.get("lines"), track=bool(kept.get("track")),
-                                        models=kept.get("models")))
+                                        models=kept.get("models"), detect_source=kept.get("detect_source")))
             except (SourceRefused, BadInput, TooManyStreams) as exc:
                 log.warning("persistent stream %s not restarted: %s", row["stream_id"],
                             redact(getattr(exc, "reason", None) or str(exc), row["source"]))
@@ -172,7 +174,8 @@ class StreamManager:
     def add(self, source: str, rtsp_transport: str | None = None, options: AnalyzeOptions | None = None,
             persistent: bool = False, stream_id: str | None = None, restarts: int = 0,
             watches: list[str] | None = None, zones: list[str] | None = None,
-            lines: list[str] | None = None, track: bool = False, models: dict[str, str] | None = None) -> LiveStream:
+            lines: list[str] | None = None, track: bool = False, models: dict[str, str] | None = None,
+            detect_source: str | None = None) -> LiveStream:
         """Accept a live URL or device and connect in the background (the stream starts as "starting").
         A `persistent` stream is reconnected after a server restart (`resume`) until it is removed or ends.
 
@@ -180,7 +183,8 @@ class StreamManager:
         paths, other schemes and hosts outside the allowed networks, checked here after DNS resolution and
         again on every redirect and playlist hop in the background. BadInput for a source that does not parse.
         Refused sources leave no rows in the store; rows are written once the source passed every check.
-        `models` (detector, pose) replace the manager's for this stream; an unknown name is BadInput.
+        `models` (detector, pose) replace the manager's for this stream; an unknown name is BadInput. A
+        `detect_source` (the camera's sub-stream, analysed while `source` is recorded) passes the same checks.
         """
         models = check_models(models or {})
         options = with_models(AnalyzeOptions(**{**(options or self.options).__dict__}), models)  # per stream
@@ -197,10 +201,13 @@ class StreamManager:
         if rtsp_transport is not None:
             options.rtsp_transport = rtsp_transport
         if self.policy is not None:
-            self.policy.check_source_quick(source)
+            for url in (source, detect_source) if detect_source else (source,):
+                self.policy.check_source_quick(url)
             options.source_policy = self.policy  # and every connection the ingest makes is checked and pinned
         spec = live_spec(source, options.rtsp_transport, "a stream needs a URL (rtsp://, http(s)://) or a "
                          "/dev/videoN device; upload files to /v1/analyze")
+        options.detect_source = detect_source or None
+        detect = parse_detect_source(options.detect_source, spec, options.rtsp_transport, what="detect_source")
         with self._lock:
             if sum(not s.terminal for s in self.streams.values()) >= self.max_streams:
                 raise TooManyStreams(f"{self.max_streams} stream{'s are' if self.max_streams != 1 else ' is'} "
@@ -212,7 +219,8 @@ class StreamManager:
                 options.record = record_config(self.recordings, job_id, self.retention, running)
             stream = LiveStream(sid, spec.name, job_id=job_id, created_at=time.time(), options=options,
                                 persistent=persistent, restarts=restarts, zones=list(zones or []),
-                                lines=list(lines or []), track=bool(track or zones or lines), models=models)
+                                lines=list(lines or []), track=bool(track or zones or lines), models=models,
+                                detect_source=detect.uri if detect is not None else None)
             self.streams[sid] = stream
         stream.watcher = threading.Thread(target=self._run, args=(stream, source, spec, options),
                                           name=f"stream-{sid}", daemon=True)
@@ -224,6 +232,8 @@ class StreamManager:
         try:
             if self.policy is not None:
                 source = self.policy.check_source(source)
+                if options.detect_source:
+                    options.detect_source = self.policy.check_source(options.detect_source)
             if stream.stopping:
                 raise SourceRefused("stopped before it started")
             self.store.add_source(redact(spec.uri), spec.kind.value, source_id=stream.id)

@@ -15,7 +15,8 @@ import time
 
 import ray
 
-from pipelines.media.ingest import ReconnectPolicy, SegmentReader
+from pipelines.media.detect_source import make_reader
+from pipelines.media.ingest import ReconnectPolicy
 from pipelines.media.sources import SourceSpec
 from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
@@ -37,15 +38,16 @@ class IngestActor:
     def __init__(self, spec: SourceSpec, source_id: str, sample_fps: float = 2.0, max_side: int = 640,
                  duration_s: float | None = None, policy: ReconnectPolicy | None = None, watchdog_s: float = 5.0,
                  open_timeout_s: float = 10.0, budget=None, record=None, job_id: str | None = None,
-                 db_path: str | None = None, feed_size: int = 1000, webhook=None, decode_video: bool = True):
+                 db_path: str | None = None, feed_size: int = 1000, webhook=None, decode_video: bool = True,
+                 detect: SourceSpec | None = None):
         self.budget = None  # (no torch here: this actor decodes and dispatches, and stays small)
         if budget is not None:  # opt-in latency budget (spine/budget.py): picks tier and frame rate per second
             from pipelines.spine.budget import BudgetHook
 
             self.budget = BudgetHook(budget, sample_fps)
-        self.reader = SegmentReader(spec, source_id, sample_fps=sample_fps, max_side=max_side,
-                                    duration_s=duration_s, policy=policy, watchdog_s=watchdog_s,
-                                    open_timeout_s=open_timeout_s, record=record, decode_video=decode_video)
+        self.reader = make_reader(spec, source_id, detect, sample_fps=sample_fps, max_side=max_side,
+                                  duration_s=duration_s, policy=policy, watchdog_s=watchdog_s,
+                                  open_timeout_s=open_timeout_s, record=record, decode_video=decode_video)
         if self.budget is not None:  # its level goes into the stream's health, never silently
             self.budget.stats = self.reader.stats
         self.sink = Sink(spec.name, job_id, db_path, feed_size, webhook)

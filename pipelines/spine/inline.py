@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pipelines.media.ingest import SegmentReader
+from pipelines.media.detect_source import make_reader, parse_detect_source
 from pipelines.media.sources import parse_source
 from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
@@ -96,6 +96,7 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     """
     options = options or AnalyzeOptions()
     spec = parse_source(source, options.rtsp_transport, options.live, options.source_policy)
+    detect = parse_detect_source(options.detect_source, spec, options.rtsp_transport, options.source_policy)
     if options.grounding.enabled:  # a checkpoint asked for but missing: say so before anything starts
         checkpoint_path(options.grounding.checkpoint)
     prefm_checkpoint(options.stages)
@@ -113,10 +114,10 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     stages = {node.name: threads.submit(node.name, build, [node]) for node in nodes}
     sink = Sink(spec.name, webhook=options.webhook, **({} if job is None else
                                                       {"job_id": job[0], "store": job[1], "live_rows": False}))
-    reader = SegmentReader(spec, spec.name, sample_fps=options.sample_fps, max_side=options.max_side,
-                           duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,
-                           open_timeout_s=options.open_timeout_s, record=options.record,
-                           decode_video=graph.reads_frames(options)).start()
+    reader = make_reader(spec, spec.name, detect, sample_fps=options.sample_fps, max_side=options.max_side,
+                         duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,
+                         open_timeout_s=options.open_timeout_s, record=options.record,
+                         decode_video=graph.reads_frames(options)).start()
 
     def call(node: graph.Node, method: str, args: list) -> Future:
         return threads.submit(node.name, lambda *a: clock.call(node.name, stages[node.name].result(), method,

@@ -27,5 +27,6 @@ class AnalyzeOptions:
     webhook: WebhookConfig = field(default_factory=WebhookConfig)
     budget: LatencyBudget | None = None  # opt-in, live spine only: a controller picks tier and fps each second
     record: RecordConfig | None = None  # live sources: keep a ring of the raw stream on disk for playback
+    detect_source: str | None = None  # a live source's sub-stream: analysed instead, the main one recorded
     # Sources named by remote callers (REST): every connection made for the source is checked and pinned.
     source_policy: SourcePolicy | None = None

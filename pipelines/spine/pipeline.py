@@ -11,6 +11,7 @@ import time
 import uuid
 
 from models.errors import BadInput
+from pipelines.media.detect_source import parse_detect_source
 from pipelines.media.preflight import check_source, probe  # noqa: F401  (probe: the file check, re-exported)
 from pipelines.media.redact import redact
 from pipelines.media.sources import SourceSpec, parse_source
@@ -47,8 +48,10 @@ class Pipeline:
 
         self.options = options = options or AnalyzeOptions()
         self.spec: SourceSpec = parse_source(source, options.rtsp_transport, options.live, options.source_policy)
+        detect = parse_detect_source(options.detect_source, self.spec, options.rtsp_transport, options.source_policy)
         if not source_checked:  # fail fast on bad input, before Ray and models
-            check_source(self.spec, options.open_timeout_s, network=not options.reconnect.retry_before_data)
+            for spec in (self.spec, detect) if detect is not None else (self.spec,):
+                check_source(spec, options.open_timeout_s, network=not options.reconnect.retry_before_data)
         if options.grounding.enabled:
             checkpoint_path(options.grounding.checkpoint)
         prefm_checkpoint(options.stages)  # a PreFM checkpoint asked for but missing: say so before starting
@@ -63,7 +66,8 @@ class Pipeline:
                                          options.max_side, options.duration_s, options.reconnect,
                                          options.watchdog_s, options.open_timeout_s, budget=options.budget,
                                          record=options.record, job_id=job_id, db_path=db_path,
-                                         webhook=options.webhook, decode_video=graph.reads_frames(options))
+                                         webhook=options.webhook, decode_video=graph.reads_frames(options),
+                                         detect=detect)
         self.sink = self.ingest  # one process per stream: the ingest actor holds the sink
         try:  # the stream's stages are built (and a host's models loaded) before the first second
             ray.get([self.actors[n].open.remote(self.stream, c) for n, c in self.configs.items()]

@@ -17,6 +17,7 @@ from app.api.sse import comment, feed_item_frames, frame
 from app.services.streams import LiveStream, TooManyStreams, shown_status
 from models.errors import BadInput
 from pipelines.media.policy import GENERIC_REFUSAL, SourceRefused
+from pipelines.media.redact import redact
 
 log = logging.getLogger("foresight.api")
 
@@ -30,7 +31,8 @@ def _info(stream: LiveStream, health: dict | None = None) -> StreamInfo:
                       error=stream.error, created_at=stream.created_at, persistent=stream.persistent, health=stats,
                       events_url=f"/v1/streams/{stream.id}/events", watches=stream.watches,
                       zones=stream.zones, lines=stream.lines, track=stream.track, recorded=stream.recording is not None,
-                      detector=getattr(stages, "detector", None), pose=getattr(stages, "pose", None))
+                      detector=getattr(stages, "detector", None), pose=getattr(stages, "pose", None),
+                      detect_source=redact(stream.detect_source) if stream.detect_source else None)
 
 
 def _get(svc: Services, stream_id: str) -> LiveStream:
@@ -47,7 +49,7 @@ def add_stream(body: StreamCreate, svc: Services = Depends(services)) -> StreamI
     try:
         stream = svc.streams.add(body.source, body.rtsp_transport, persistent=body.persistent,
                                  watches=body.watches or None, zones=body.zones, lines=body.lines,
-                                 track=body.track, models=body.models())
+                                 track=body.track, models=body.models(), detect_source=body.detect_source)
     except SourceRefused as exc:
         log.info("stream source refused: %s", exc.reason)
         raise HTTPException(400, GENERIC_REFUSAL) from None
