@@ -29,8 +29,8 @@ def add_tracking_flags(p) -> None:
     p.add_argument("--track-confirm-score", type=float, metavar="S",
                    help="report a track once one of its detections has scored S (0: off; default: docs/tracking.md)")
     p.add_argument("--track-line-hits", type=int, metavar="N",
-                   help="a line crossing counts once the track is seen N times in a row on the new side (default: "
-                        "docs/tracking.md)")
+                   help="a line crossing counts once the track is seen N times in a row on the new side (default 3, "
+                        "chosen on val: docs/tracking.md)")
     p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",
                    help="a polygon zone, corners normalised 0-1 (repeatable): zone_enter / zone_exit / loiter")
     p.add_argument("--line", action="append", metavar="NAME=x1,y1,x2,y2",
