@@ -34,6 +34,11 @@ GRIDS = {
                "track_moved": (0.06,), "track_buffer_s": (4.0,), "track_match": (0.1,), "classes": ("moving",),
                "track_min_hits": (1, 3, 4), "track_confirm_score": (0.0, 0.4, 0.5, 0.6),
                "track_line_hits": (1, 2, 3)},
+    # round 3b: the other trackers of `trackers` 2.6.1 at round 3's setting
+    "trackers": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.3, 0.4), "track_moved": (0.06,),
+                 "track_buffer_s": (4.0,), "track_match": (0.1,), "classes": ("moving",), "track_min_hits": (1,),
+                 "track_confirm_score": (0.0,), "track_line_hits": (3,),
+                 "track_tracker": ("bytetrack", "ocsort", "cbiou", "botsort")},
 }
 GRID = GRIDS["round2"]
 CAPTURE_FLOOR = "0.1"  # the recorded boxes go down to this score; each setting's floor filters them

@@ -97,6 +97,22 @@ def test_line_hysteresis_counts_a_jittering_box_once():
     assert [(c["direction"], c["time"]) for c in once] == [("right_to_left", 1.75)]  # the step over, at 1.75 s
 
 
+@pytest.mark.parametrize("tracker", ["bytetrack", "ocsort", "cbiou", "botsort"])
+def test_each_tracker_follows_two_walkers(tracker):
+    """`--tracker`: each of `trackers`' trackers keeps two people walking apart as two tracks over 6 s, and
+    counts the one that walks over the line."""
+    def people(t):
+        x = 40 + 60 * t
+        return [{"label": "person", "score": 0.9, "box": [x, 250, x + 60, 420]},
+                {"label": "person", "score": 0.8, "box": [560 - 20 * t, 40, 620 - 20 * t, 200]}]
+
+    stage = _boxes_stage(0.0, "--tracker", tracker, "--line", "door=0.5,0,0.5,1")
+    assert type(stage.tracker).__name__.lower().startswith(tracker)  # ByteTrackTracker, OCSORTTracker, ...
+    tracks, crossings = _run(stage, people)
+    assert len(tracks) == 2 and min(t["end"] - t["start"] for t in tracks) >= 4.5, tracks
+    assert [c["direction"] for c in crossings] == ["right_to_left"]
+
+
 @pytest.mark.parametrize("argv, reason", [
     (["--track-min-score", "1.5"], "--track-min-score"),
     (["--track-confirm-score", "2"], "--track-confirm-score"),
@@ -116,6 +132,9 @@ def test_tracker_knobs_reach_the_stage():
     assert (s.track_min_score, s.track_moved, s.track_classes) == (0.5, 0.05, ("person", "car"))
     s = _options("--track", "--track-min-hits", "2", "--track-confirm-score", "0.45", "--track-line-hits", "3").stages
     assert (s.track_min_hits, s.track_confirm_score, s.track_line_hits) == (2, 0.45, 3)
+    assert _options("--track", "--tracker", "cbiou").stages.track_tracker == "cbiou"
+    with pytest.raises(SystemExit):  # argparse's choices: exit 2 with its one-line error
+        _options("--track", "--tracker", "deepsort")
 
 
 @pytest.mark.slow

@@ -23,6 +23,9 @@ def add_tracking_flags(p) -> None:
                         "docs/tracking.md): static false positives never move")
     p.add_argument("--track-classes", metavar="A,B,...",
                    help="track only these COCO labels, or 'all' (default: people, vehicles and animals)")
+    from pipelines.stages.config import TRACKERS
+
+    p.add_argument("--tracker", choices=TRACKERS, help="which tracker of Roboflow's `trackers` (default bytetrack)")
     p.add_argument("--track-min-hits", type=int, metavar="N",
                    help="sightings in a row before ByteTrack gives a track an id (default 1; `trackers`' ByteTrack "
                         "gives none to a track's first box, so 1 and 2 both mean 2)")
@@ -68,6 +71,8 @@ def tracking_options(args, opts) -> None:
             if not 0 <= value <= 1:
                 raise BadInput(f"--{name.replace('_', '-')} must be a number in [0, 1]")
             knobs[name] = value
+    if getattr(args, "tracker", None):
+        knobs["track_tracker"] = args.tracker
     classes = getattr(args, "track_classes", None)
     if classes == "all":
         knobs["track_classes"] = ()

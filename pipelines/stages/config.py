@@ -24,6 +24,9 @@ def _yamnet_choice(model: str | None = None) -> str:
     return yamnet_choice(model)
 
 
+TRACKERS = ("bytetrack", "ocsort", "cbiou", "botsort")
+
+
 @dataclass
 class StageConfig:
     asr: bool = True
@@ -105,6 +108,7 @@ class StageConfig:
     track_min_hits: int = 1
     track_confirm_score: float = 0.0
     track_line_hits: int = 3
+    track_tracker: str = "bytetrack"  # TRACKERS: which `trackers` 2.6.1 tracker (tracking.make_tracker)
 
     def __post_init__(self) -> None:
         self.yamnet = _yamnet_choice(self.yamnet)

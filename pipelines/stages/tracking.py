@@ -42,15 +42,7 @@ class TrackStage:
         self.tracker = None
         c = self.config
         if c.track:
-            from trackers import ByteTrackTracker
-
-            fps = max(c.track_fps or 4.0, 1.0)
-            floor = self._floor()
-            high = max(c.track_high if c.track_high is not None else floor, floor)
-            self.tracker = ByteTrackTracker(
-                frame_rate=fps, lost_track_buffer=max(1, int(round(c.track_buffer_s * fps))),
-                minimum_consecutive_frames=max(1, int(c.track_min_hits)), minimum_iou_threshold=c.track_match,
-                track_activation_threshold=high, high_conf_det_threshold=high)
+            self.tracker = make_tracker(c, self._floor())
         self._zones = [(z, _polygon(z.points)) for z in self.config.zones]
         self._lines = [(x, _segment(x)) for x in self.config.lines]
 
@@ -186,6 +178,26 @@ class TrackStage:
         record.tracks = [{k: v for k, v in tr.items() if not k.startswith("_")}
                          for tr in sorted(self.tracks.values(), key=lambda tr: tr["start"])]
         return record
+
+
+def make_tracker(c: StageConfig, floor: float):
+    """The `trackers` 2.6.1 tracker named by `track_tracker` with the stage's knobs: ByteTrack (the default),
+    OC-SORT, C-BIoU (buffered IoU, for large steps between samples) or BoT-SORT without camera-motion
+    compensation (a still camera; the stage has no pixels). Their own association thresholds stay as shipped
+    except ByteTrack's and OC-SORT's matching IoU (`track_match`)."""
+    import trackers
+
+    fps = max(c.track_fps or 4.0, 1.0)
+    high = max(c.track_high if c.track_high is not None else floor, floor)
+    common = {"frame_rate": fps, "lost_track_buffer": max(1, int(round(c.track_buffer_s * fps))),
+              "minimum_consecutive_frames": max(1, int(c.track_min_hits)), "high_conf_det_threshold": high}
+    if c.track_tracker == "ocsort":
+        return trackers.OCSORTTracker(**common, minimum_iou_threshold=c.track_match)
+    if c.track_tracker == "cbiou":
+        return trackers.CBIoUTracker(**common, track_activation_threshold=high)
+    if c.track_tracker == "botsort":
+        return trackers.BoTSORTTracker(**common, track_activation_threshold=high, enable_cmc=False)
+    return trackers.ByteTrackTracker(**common, track_activation_threshold=high, minimum_iou_threshold=c.track_match)
 
 
 def _polygon(points):
