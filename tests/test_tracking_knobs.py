@@ -137,6 +137,18 @@ def test_tracker_knobs_reach_the_stage():
         _options("--track", "--tracker", "deepsort")
 
 
+def test_round3_knobs_from_toml(tmp_path):
+    from app.cli import build_parser
+    from app.services.settings import analysis_options, parse_args
+
+    config = tmp_path / "f.toml"
+    config.write_text('[analysis]\nline = ["gate=0.5,0,0.5,1"]\ntrack-line-hits = 2\ntracker = "cbiou"\n'
+                      'track-min-hits = 3\ntrack-confirm-score = 0.5\n')
+    parser = build_parser()
+    s = analysis_options(parse_args(parser, ["analyze", "x.mp4", "--config", str(config)], parser.config_targets)).stages
+    assert (s.track_line_hits, s.track_tracker, s.track_min_hits, s.track_confirm_score) == (2, "cbiou", 3, 0.5)
+
+
 @pytest.mark.slow
 def test_a_line_on_an_audio_only_live_stream_exits_2(tmp_path, demo_clip):
     """A live source is known only once it connects: an audio-only RTSP stream with a line exits 2 then."""

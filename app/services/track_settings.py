@@ -30,7 +30,7 @@ def add_tracking_flags(p) -> None:
                    help="sightings in a row before ByteTrack gives a track an id (default 1; `trackers`' ByteTrack "
                         "gives none to a track's first box, so 1 and 2 both mean 2)")
     p.add_argument("--track-confirm-score", type=float, metavar="S",
-                   help="report a track once one of its detections has scored S (0: off; default: docs/tracking.md)")
+                   help="report a track once one of its detections has scored S (default 0: off)")
     p.add_argument("--track-line-hits", type=int, metavar="N",
                    help="a line crossing counts once the track is seen N times in a row on the new side (default 3, "
                         "chosen on val: docs/tracking.md)")
