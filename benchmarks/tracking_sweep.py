@@ -39,6 +39,10 @@ GRIDS = {
                  "track_buffer_s": (4.0,), "track_match": (0.1,), "classes": ("moving",), "track_min_hits": (1,),
                  "track_confirm_score": (0.0,), "track_line_hits": (3,),
                  "track_tracker": ("bytetrack", "ocsort", "cbiou", "botsort")},
+    # round 3c: ByteTrack's matching IoU and lost-track buffer at round 3's setting
+    "association": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.3,), "track_moved": (0.06,),
+                    "track_buffer_s": (2.0, 4.0, 6.0), "track_match": (0.05, 0.1, 0.2, 0.3), "classes": ("moving",),
+                    "track_min_hits": (1,), "track_confirm_score": (0.0,), "track_line_hits": (3,)},
 }
 GRID = GRIDS["round2"]
 CAPTURE_FLOOR = "0.1"  # the recorded boxes go down to this score; each setting's floor filters them

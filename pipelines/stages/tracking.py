@@ -1,4 +1,4 @@
-"""Tracks over the detector's boxes (Roboflow `trackers`' ByteTrack), and what they do in zones and at lines.
+"""Tracks over the detector's boxes (Roboflow `trackers`: ByteTrack by default), and what they do in zones and at lines.
 
 Runs after the parser on the visual stage's per-frame detections (`visual["frames"]`: every sampled frame when
 tracking is on, `--track-fps` of them a second). One stage object per stream (the Ray hosts and the inline
