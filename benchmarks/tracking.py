@@ -8,7 +8,7 @@ which turns tracking on at its default 4 samples a second). The result's `tracks
 with the truth at the same frames by motmetrics (IoU distance, a match needs IoU >= 0.5), class-agnostic: a
 track is scored by where it is, not by its label. A frame the tracker sampled but where it reported nothing
 still counts its true objects as misses. Line-count error: per clip, line and direction, |counted - true|,
-summed. Tracking ms a frame: the tracking node's time over the sampled frames (the detector's is apart).
+summed. `--true-boxes` scores only the tracking stage on the true boxes (no detector run). Tracking ms a frame: the tracking node's time over the sampled frames (the detector's is apart).
 One numeric thread (the inline runner pins it).
 """
 

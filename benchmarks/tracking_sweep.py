@@ -8,7 +8,9 @@ Step one runs each clip once per detector through the real pipeline (`benchmarks
 per-frame detections, down to `CAPTURE_FLOOR`), cached as JSON under `--cache`. Step two replays those seconds
 through the real `TrackStage` under each setting of the grid (a lower rate takes every n-th frame, as the
 decoder would sample it) and scores the tracks as `benchmarks.tracking` does. The chosen setting is then
-scored end to end with `benchmarks.tracking` (val, then test once).
+scored end to end with `benchmarks.tracking` (val, then test once). `--grid` picks the settings swept: round 2's
+(the default), round 3's track filters and line hysteresis, `trackers`' other trackers, or ByteTrack's
+association (`GRIDS`).
 """
 
 from __future__ import annotations
