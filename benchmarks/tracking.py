@@ -8,7 +8,7 @@ which turns tracking on at its default 4 samples a second). The result's `tracks
 with the truth at the same frames by motmetrics (IoU distance, a match needs IoU >= 0.5), class-agnostic: a
 track is scored by where it is, not by its label. A frame the tracker sampled but where it reported nothing
 still counts its true objects as misses. Line-count error: per clip, line and direction, |counted - true|,
-summed. Tracking ms a frame: the tracking node's time over the sampled frames (the detector's is apart).
+summed. `--true-boxes` scores only the tracking stage on the true boxes (no detector run). Tracking ms a frame: the tracking node's time over the sampled frames (the detector's is apart).
 One numeric thread (the inline runner pins it).
 """
 
@@ -103,13 +103,14 @@ def analyse(clip: Path, line: str, flags: list[str] | None = None) -> dict:
     return analyze_inline(str(clip), options(line, flags))
 
 
-def track_truth(truth: dict) -> dict:
-    """The tracking stage alone on the true boxes at its sampling rate (score 1, the true class): what the
-    tracker and line logic lose with a perfect detector. Returns {"tracks", "crossings"} like the result."""
+def track_truth(truth: dict, flags: list[str] | None = None) -> dict:
+    """The tracking stage alone on the true boxes at its sampling rate (score 1, the true class), under the
+    analysis `flags`: what the tracker and line logic lose with a perfect detector. Returns {"tracks",
+    "crossings"} like the result."""
     from pipelines.stages.record import Second
     from pipelines.stages.tracking import TrackStage
 
-    stage, fps = TrackStage(options(truth["line"]).stages), truth["fps"]
+    stage, fps = TrackStage(options(truth["line"], flags).stages), truth["fps"]
     classes = {o["id"]: o["coco_class"] for o in truth["objects"]}
     step = int(round(SAMPLE_S * fps))
     crossings = []
@@ -121,13 +122,30 @@ def track_truth(truth: dict) -> dict:
     return {"tracks": stage.finish(Second.closing()).tracks, "crossings": crossings}
 
 
-def evaluate(root: Path, split: str, limit: int | None = None, flags: list[str] | None = None) -> dict:
-    """Every clip of `split` through the pipeline and motmetrics; per-clip rows and the split's overall row."""
+def _truths(root: Path, split: str, limit: int | None) -> list[Path]:
     truths = sorted((root / "truth").glob(f"{split}*.json"))[:limit]
     if not truths:
         raise FileNotFoundError(f"no {split} clips under {root}: python -m benchmarks.tracking --build --out {root}")
-    accs, oracle, names, clips = [], [], [], {}
-    oracle_errors = 0
+    return truths
+
+
+def true_boxes_row(root: Path, split: str, limit: int | None = None, flags: list[str] | None = None) -> dict:
+    """The split's overall row of the tracking stage on the true boxes (`track_truth`), no detector run."""
+    accs, names, errors, true_n = [], [], 0, 0
+    for path in _truths(root, split, limit):
+        truth = json.loads(path.read_text())
+        ideal = track_truth(truth, flags)
+        accs.append(accumulate(truth, ideal["tracks"]))
+        names.append(path.stem)
+        err, n = line_errors(truth, ideal["crossings"])
+        errors, true_n = errors + err, true_n + n
+    return {**mot_summary(accs, names)["OVERALL"], "line_abs_error": errors, "true_crossings": true_n}
+
+
+def evaluate(root: Path, split: str, limit: int | None = None, flags: list[str] | None = None) -> dict:
+    """Every clip of `split` through the pipeline and motmetrics; per-clip rows and the split's overall row."""
+    truths = _truths(root, split, limit)
+    accs, names, clips = [], [], {}
     for path in truths:
         truth = json.loads(path.read_text())
         started = time.perf_counter()
@@ -136,9 +154,6 @@ def evaluate(root: Path, split: str, limit: int | None = None, flags: list[str] 
         acc = accumulate(truth, result.get("tracks", []))
         accs.append(acc)
         names.append(path.stem)
-        ideal = track_truth(truth)
-        oracle.append(accumulate(truth, ideal["tracks"]))
-        oracle_errors += line_errors(truth, ideal["crossings"])[0]
         err, true_n = line_errors(truth, result.get("crossings", []))
         sampled = len(acc.events.index.get_level_values(0).unique())
         stages = result["timings"]["stages"]
@@ -159,8 +174,7 @@ def evaluate(root: Path, split: str, limit: int | None = None, flags: list[str] 
                "detector_ms": sum(c["detector_ms"] * c["sampled_frames"] for c in rows) / sampled}
     for row in [*rows, overall]:
         row["tracking_ms"], row["detector_ms"] = round(row["tracking_ms"], 3), round(row["detector_ms"], 1)
-    true_boxes = {**mot_summary(oracle, names)["OVERALL"], "line_abs_error": oracle_errors,
-                  "true_crossings": overall["true_crossings"]}
+    true_boxes = true_boxes_row(root, split, limit, flags)
     return {"split": split, "flags": flags or [], "set": json.loads((root / "trackset.json").read_text()), "overall": overall,
             "true_boxes": true_boxes, "clips": clips}
 
@@ -189,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, help="only the first N clips of the split")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results here")
     p.add_argument("--flags", default="", help="analysis flags for the pipeline, e.g. '--detector nanodet'")
+    p.add_argument("--true-boxes", action="store_true", help="only the true-boxes row (no detector run), printed")
     a = p.parse_args(argv)
     if not a.build and not a.split:
         p.error("give --build, --split or both")
@@ -197,7 +212,14 @@ def main(argv: list[str] | None = None) -> int:
 
         summary = build(a.root, a.seed)
         print(json.dumps(summary["splits"]))
-    if a.split:
+    if a.split and a.true_boxes:
+        try:
+            print(json.dumps({"split": a.split, "flags": a.flags, "true_boxes": true_boxes_row(
+                a.root, a.split, a.limit, a.flags.split())}))
+        except FileNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    elif a.split:
         try:
             report = evaluate(a.root, a.split, a.limit, a.flags.split())
         except FileNotFoundError as exc:

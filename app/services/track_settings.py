@@ -7,6 +7,39 @@ import math
 
 from models.errors import BadInput
 
+HITS = {"track_min_hits": "--track-min-hits", "track_line_hits": "--track-line-hits"}  # whole numbers, 1-30
+
+
+def add_tracking_flags(p) -> None:
+    """The tracking flags of `foresight analyze` / `batch` / `serve` (and their TOML keys)."""
+    p.add_argument("--track", action="store_true",
+                   help="follow objects over time (ByteTrack over the detector's boxes): tracks, unique counts")
+    p.add_argument("--track-fps", type=float, metavar="N",
+                   help="detections a second the tracker gets (default 4; raises --fps to it); implies --track")
+    p.add_argument("--track-min-score", type=float, metavar="S",
+                   help="detections below this score never reach the tracker (default: chosen on val, docs/tracking.md)")
+    p.add_argument("--track-moved", type=float, metavar="SHARE",
+                   help="report a track once its box has moved this share of the picture (0: at once; default: "
+                        "docs/tracking.md): static false positives never move")
+    p.add_argument("--track-classes", metavar="A,B,...",
+                   help="track only these COCO labels, or 'all' (default: people, vehicles and animals)")
+    from pipelines.stages.config import TRACKERS
+
+    p.add_argument("--tracker", choices=TRACKERS, help="which tracker of Roboflow's `trackers` (default bytetrack)")
+    p.add_argument("--track-min-hits", type=int, metavar="N",
+                   help="sightings in a row before ByteTrack gives a track an id (default 1; `trackers`' ByteTrack "
+                        "gives none to a track's first box, so 1 and 2 both mean 2)")
+    p.add_argument("--track-confirm-score", type=float, metavar="S",
+                   help="report a track once one of its detections has scored S (default 0: off)")
+    p.add_argument("--track-line-hits", type=int, metavar="N",
+                   help="a line crossing counts once the track is seen N times in a row on the new side (default 3, "
+                        "chosen on val: docs/tracking.md)")
+    p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",
+                   help="a polygon zone, corners normalised 0-1 (repeatable): zone_enter / zone_exit / loiter")
+    p.add_argument("--line", action="append", metavar="NAME=x1,y1,x2,y2",
+                   help="a counting line, ends normalised 0-1 (repeatable): crossings with their direction")
+    p.add_argument("--loiter-s", type=float, default=30.0, help="seconds in a zone that make a loiter event (default 30)")
+
 
 def tracking_options(args, opts) -> None:
     """--track, --track-fps, --zone, --line, --loiter-s into the stage config; tracking samples at least
@@ -26,12 +59,20 @@ def tracking_options(args, opts) -> None:
         raise BadInput("tracking, zones and lines need the picture: drop --no-visual")
     enable_tracking(opts, zones, lines, track_fps, loiter or 30.0)
     knobs = {}
-    for name in ("track_min_score", "track_moved"):
+    for name, flag in HITS.items():
+        value = getattr(args, name, None)
+        if value is not None:
+            if not 1 <= value <= 30:
+                raise BadInput(f"{flag} must be a whole number in [1, 30]")
+            knobs[name] = value
+    for name in ("track_min_score", "track_moved", "track_confirm_score"):
         value = getattr(args, name, None)
         if value is not None:
             if not 0 <= value <= 1:
                 raise BadInput(f"--{name.replace('_', '-')} must be a number in [0, 1]")
             knobs[name] = value
+    if getattr(args, "tracker", None):
+        knobs["track_tracker"] = args.tracker
     classes = getattr(args, "track_classes", None)
     if classes == "all":
         knobs["track_classes"] = ()

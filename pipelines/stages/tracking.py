@@ -1,4 +1,4 @@
-"""Tracks over the detector's boxes (Roboflow `trackers`' ByteTrack), and what they do in zones and at lines.
+"""Tracks over the detector's boxes (Roboflow `trackers`: ByteTrack by default), and what they do in zones and at lines.
 
 Runs after the parser on the visual stage's per-frame detections (`visual["frames"]`: every sampled frame when
 tracking is on, `--track-fps` of them a second). One stage object per stream (the Ray hosts and the inline
@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipelines.stages.config import StageConfig
+from pipelines.stages.crossings import LineCounter
 from pipelines.stages.record import Second
 
 PATH_STEP_S = 0.25  # a track's path keeps at most one box per quarter second of the stream clock
@@ -20,12 +21,6 @@ STILL_MOVE = 0.03  # a person whose box centre stays within this (of the picture
 LYING_ASPECT = 1.2  # a person box this much wider than tall (in pixels) is lying
 HELD = 64  # sightings kept of a track that has not moved yet
 STILL_REPORTED = ("person",)  # reported before they move: someone lying still from the start is the safety cue
-
-
-def side_of(line, x: float, y: float) -> str:
-    """Which side of `line` (start -> end, y down) a point lies: 'left' or 'right' looking along the line."""
-    (x1, y1), (x2, y2) = line.start, line.end
-    return "right" if (x2 - x1) * (y - y1) - (y2 - y1) * (x - x1) > 0 else "left"
 
 
 class TrackStage:
@@ -42,18 +37,12 @@ class TrackStage:
         self._first: dict[int, tuple[float, float]] = {}  # unconfirmed track -> box centre when first seen
         self._held: dict[int, list] = {}  # unconfirmed track -> its sightings so far (reported once it moves)
         self._moved: set[int] = set()  # tracks confirmed as moving (or every track with `track_moved` 0)
+        self._peak: dict[int, float] = {}  # unconfirmed track -> its best detection score so far
+        self._counter = LineCounter(self.config.track_line_hits)
         self.tracker = None
         c = self.config
         if c.track:
-            from trackers import ByteTrackTracker
-
-            fps = max(c.track_fps or 4.0, 1.0)
-            floor = self._floor()
-            high = max(c.track_high if c.track_high is not None else floor, floor)
-            self.tracker = ByteTrackTracker(
-                frame_rate=fps, lost_track_buffer=max(1, int(round(c.track_buffer_s * fps))),
-                minimum_consecutive_frames=1, minimum_iou_threshold=c.track_match,
-                track_activation_threshold=high, high_conf_det_threshold=high)
+            self.tracker = make_tracker(c, self._floor())
         self._zones = [(z, _polygon(z.points)) for z in self.config.zones]
         self._lines = [(x, _segment(x)) for x in self.config.lines]
 
@@ -64,11 +53,13 @@ class TrackStage:
         self._lines = [(x, _segment(x)) for x in config.lines]
         names = {z.name for z in config.zones}
         self._inside = {k: t for k, t in self._inside.items() if k[1] in names}
+        self._counter.forget({x.name for x in config.lines})
 
     def close(self) -> None:
         self.tracks.clear()
         self._held.clear()
         self._first.clear()
+        self._peak.clear()
         self._inside.clear()
         self._still.clear()
         self.tracker = None
@@ -79,7 +70,7 @@ class TrackStage:
         seen: dict[int, dict] = {}
         for frame in visual["frames"]:
             for tid, label, score, box in self._update(frame):
-                if not self._has_moved(frame, tid, label, score, box):
+                if not self._confirmed(frame, tid, label, score, box):
                     continue
                 for held in self._held.pop(tid, []):  # its sightings before it moved, in order
                     self._follow(record, *held)
@@ -94,19 +85,24 @@ class TrackStage:
         c = self.config
         return c.track_min_score if c.track_min_score is not None else c.visual_min_score
 
-    def _has_moved(self, frame: dict, tid: int, label: str, score: float, box: list[float]) -> bool:
+    def _confirmed(self, frame: dict, tid: int, label: str, score: float, box: list[float]) -> bool:
         """Whether track `tid` is reported: once its box centre has moved `track_moved` (share of the picture)
-        from where it was first seen, it is for good (an object that moved and then parks stays); until then
-        its sightings are held (at most `HELD` of them) and reported with it if it moves. People are reported
-        at once (`STILL_REPORTED`): a person lying still from the first frame must reach the safety monitor."""
-        if tid in self._moved or self.config.track_moved <= 0 or label in STILL_REPORTED:
-            self._moved.add(tid)
+        from where it was first seen and one of its detections has scored `track_confirm_score`, it is for good
+        (an object that moved and then parks stays); until then its sightings are held (at most `HELD` of them)
+        and reported with it once confirmed. People need not move (`STILL_REPORTED`): a person lying still from
+        the first frame must reach the safety monitor."""
+        if tid in self._moved:
             return True
+        c = self.config
+        peak = self._peak[tid] = max(self._peak.get(tid, 0.0), score)
         centre = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
         first = self._first.setdefault(tid, centre)
-        if max(abs(centre[0] - first[0]), abs(centre[1] - first[1])) >= self.config.track_moved:
+        moved = (c.track_moved <= 0 or label in STILL_REPORTED
+                 or max(abs(centre[0] - first[0]), abs(centre[1] - first[1])) >= c.track_moved)
+        if moved and peak >= c.track_confirm_score:
             self._moved.add(tid)
             self._first.pop(tid, None)
+            self._peak.pop(tid, None)
             return True
         self._held.setdefault(tid, []).append((frame["t"], tid, label, score, box))
         del self._held[tid][:-HELD]
@@ -156,19 +152,13 @@ class TrackStage:
             track["path"].append([round(t, 3), *box])
         if score > track["_best"]:
             track["_best"], track["best_time"] = score, round(t, 3)
-        from shapely.geometry import LineString, Point
+        from shapely.geometry import Point
 
         point = ((box[0] + box[2]) / 2, box[3])  # bottom centre: where the object stands
         before = self._anchor.get(tid)
         self._anchor[tid] = point
         base = {"label": label, "track_id": tid, "time": round(t, 3)}
-        if before is not None and before != point:
-            step = LineString([before, point])
-            for line, geom in self._lines:
-                if step.intersects(geom):
-                    a, b = side_of(line, *before), side_of(line, *point)
-                    if a != b:
-                        record.crossings.append({"line": line.name, **base, "direction": f"{a}_to_{b}"})
+        record.crossings.extend(self._counter.step(self._lines, tid, before, point, base))
         for zone, polygon in self._zones:
             key, inside = (tid, zone.name), polygon.covers(Point(point))  # the edge counts as in
             if inside and key not in self._inside:
@@ -188,6 +178,26 @@ class TrackStage:
         record.tracks = [{k: v for k, v in tr.items() if not k.startswith("_")}
                          for tr in sorted(self.tracks.values(), key=lambda tr: tr["start"])]
         return record
+
+
+def make_tracker(c: StageConfig, floor: float):
+    """The `trackers` 2.6.1 tracker named by `track_tracker` with the stage's knobs: ByteTrack (the default),
+    OC-SORT, C-BIoU (buffered IoU, for large steps between samples) or BoT-SORT without camera-motion
+    compensation (a still camera; the stage has no pixels). Their own association thresholds stay as shipped
+    except ByteTrack's and OC-SORT's matching IoU (`track_match`)."""
+    import trackers
+
+    fps = max(c.track_fps or 4.0, 1.0)
+    high = max(c.track_high if c.track_high is not None else floor, floor)
+    common = {"frame_rate": fps, "lost_track_buffer": max(1, int(round(c.track_buffer_s * fps))),
+              "minimum_consecutive_frames": max(1, int(c.track_min_hits)), "high_conf_det_threshold": high}
+    if c.track_tracker == "ocsort":
+        return trackers.OCSORTTracker(**common, minimum_iou_threshold=c.track_match)
+    if c.track_tracker == "cbiou":
+        return trackers.CBIoUTracker(**common, track_activation_threshold=high)
+    if c.track_tracker == "botsort":
+        return trackers.BoTSORTTracker(**common, track_activation_threshold=high, enable_cmc=False)
+    return trackers.ByteTrackTracker(**common, track_activation_threshold=high, minimum_iou_threshold=c.track_match)
 
 
 def _polygon(points):

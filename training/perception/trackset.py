@@ -29,7 +29,7 @@ import numpy as np
 
 from models.zones import LineSpec, parse_line
 from pipelines.stages.config import MOVING_CLASSES
-from pipelines.stages.tracking import side_of
+from pipelines.stages.crossings import side_of
 from training.perception.detset import (
     HEIGHT,
     MAX_UPSCALE,
