@@ -235,7 +235,14 @@ def _no_warp(mp: pytest.MonkeyPatch) -> None:
 
 @functools.cache
 def _acavp_setting():
-    from training.methods.acavp.digits import SIDE, Camera, normalise, reference_frames, through_camera, train_frozen
+    from training.methods.acavp.digits import (
+        SIDE,
+        Camera,
+        normalise,
+        reference_frames,
+        through_camera,
+        train_frozen,
+    )
     from training.methods.acavp.fit import FitConfig, accuracy, fit_prompt
     from training.methods.acavp.prompter import PadPrompt
 

@@ -18,10 +18,10 @@ import statistics
 import numpy as np
 import torch
 
-from training.methods.runner import Experiment, Result
 from training.methods.fairness.data import camera_embeddings
 from training.methods.fairness.head import FairConfig, fit_fair_head
 from training.methods.fairness.metrics import dp_gap, probe_auc
+from training.methods.runner import Experiment, Result
 
 TRAIN, VAL, TEST = 4000, 2000, 2000
 EPOCHS = 15

@@ -25,7 +25,6 @@ import numpy as np
 import torch
 
 from models import checkpoints
-from training.methods.runner import format_table
 from training.methods.headgate.chg import (
     CHGConfig,
     HeadReport,
@@ -40,6 +39,7 @@ from training.methods.headgate.tasks import (
     prefm_batches,
     prefm_sample_loss,
 )
+from training.methods.runner import format_table
 
 PARTS = {"current": {"part": "current"}, "future": {"part": "future"}, "audio": {"modality": "audio"},
          "visual": {"modality": "visual"}}
