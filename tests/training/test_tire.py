@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from training.methods.tire.experiment import Config, run_subject
+import training.methods.tire.experiment as experiment
+from training.methods.tire.experiment import VAL_SUBJECTS, Config, Scorer, run_subject
 from training.methods.tire.inpaint import ExemplarInpainter
 from training.methods.tire.pipeline import Anchor, resplat, view_psnr
 from training.methods.tire.splats import Camera, Splats, SplatView, render, splat
-from training.methods.tire.subject import generator_guess, photo_texture, subject_scene
+from training.methods.tire.subject import estimated_geometry, generator_guess, photo_texture, subject_scene
 from training.methods.tire.track import carry_along_tracks, sample_at
 
 
@@ -86,19 +87,61 @@ def test_resplat_recovers_colours_seen_from_all_sides():
 
 def test_generator_guess_is_right_in_front_and_blurry_behind():
     truth = subject_scene(500, photo_texture("astronaut"))
-    guess = generator_guess(truth, Camera(0.0, size=32), steps=60)
+    photo = splat(truth, Camera(0.0, size=32)).image(truth.colours)
+    guess = generator_guess(estimated_geometry(truth, seed=0), Camera(0.0, size=32), photo, steps=60)
     front, back = view_psnr(guess, truth, Camera(0.0, size=32)), view_psnr(guess, truth, Camera(180.0, size=32))
     assert front > back + 10
 
 
-def test_tire_beats_the_initial_asset_and_staged_beats_one_shot():
-    """On a subject whose back differs from its front, TIRE restores identity (novel views beat the generator's
-    asset) and the staged edit beats one-shot on the back views, whose completed views also agree better.
-    Replacing progressive anchoring by one-shot, or the inpainter by a no-op, fails it."""
-    cfg = Config(subjects=("astronaut",), gaussians=500, size=32, novel=(60.0, -120.0, 150.0))
-    row = run_subject("astronaut", cfg)
-    assert row["texture"] == "wrapped photo" and row["front~back dB"] < 30
-    assert row["novel PSNR TIRE staged"] > row["novel PSNR initial"] + 3
-    assert row["back PSNR TIRE staged"] > row["back PSNR one-shot"] + 0.5
-    assert row["view agreement TIRE staged"] > row["view agreement one-shot"] + 0.5
-    assert row["source PSNR TIRE staged"] > row["source PSNR initial"] - 0.5
+def test_the_generators_geometry_is_an_estimate_not_the_truth():
+    """The method never reads the true asset: its geometry is the generator's, off the truth by a seeded
+    depth stretch and jitter, so the tracker (which reads the asset's rendered depth) tracks an estimate."""
+    truth = Splats.sphere(500)
+    a, b = estimated_geometry(truth, seed=0), estimated_geometry(truth, seed=1)
+    off = (a.means - truth.means).norm(dim=-1)
+    assert 0.005 < float(off.mean()) < 0.15 and not torch.allclose(a.means, b.means)
+    assert torch.equal(estimated_geometry(truth, seed=0).means, a.means)
+
+
+def median_subject(cfg: Config) -> str:
+    """The end-to-end subject, picked by rule rather than by result: the validation photo whose back is
+    the median of their front~back PSNRs (neither the easiest nor the hardest to complete)."""
+    fb = {}
+    for name in VAL_SUBJECTS:
+        truth = subject_scene(cfg.gaussians, photo_texture(name, shape=(48, cfg.columns)), mirror=True)
+        fb[name] = Scorer(truth, (0.0, 180.0), cfg.size).front_back()
+    return sorted(fb, key=fb.get)[len(fb) // 2]
+
+
+E2E = Config(gaussians=500, size=32, novel=(60.0, -120.0, 150.0))
+
+
+def tire_direction(rows: list[dict]) -> bool:
+    """The direction on one subject over seeds 0, 1, 2: TIRE restores identity (novel views beat the
+    generator's asset by 3 dB on every seed) and the staged edit's completed views agree with each other
+    better than one-shot's on every seed (by 1 dB), with the back views no worse on average."""
+    return (all(r["novel PSNR TIRE staged"] > r["novel PSNR initial"] + 3 for r in rows)
+            and all(r["view agreement TIRE staged"] > r["view agreement one-shot"] + 1.0 for r in rows)
+            and sum(r["back PSNR TIRE staged"] - r["back PSNR one-shot"] for r in rows) > 0)
+
+
+@pytest.fixture(scope="module")
+def e2e_subject() -> str:
+    torch.set_num_threads(1)
+    return median_subject(E2E)
+
+
+def test_tire_restores_identity_and_staged_views_agree_better(e2e_subject):
+    """End to end on the median validation subject (immunohistochemistry at this scale), three geometry seeds."""
+    rows = [run_subject(e2e_subject, E2E, seed=s) for s in (0, 1, 2)]
+    assert all(r["texture"] == "wrapped photo" and r["front~back dB"] < 30 for r in rows)
+    assert tire_direction(rows), rows
+
+
+def test_mutation_without_staging_the_direction_fails(e2e_subject, monkeypatch):
+    """Remove the method's core, the progressive anchoring: every 'staged' view is tracked to the source alone
+    and completed at once. The same direction check must then fail."""
+    edit = experiment.tire_edit
+    monkeypatch.setattr(experiment, "tire_edit", lambda *a, **k: edit(*a, **{**k, "progressive": False}))
+    rows = [run_subject(e2e_subject, E2E, seed=s) for s in (0, 1, 2)]
+    assert not tire_direction(rows)

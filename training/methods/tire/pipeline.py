@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+from scipy.optimize import Bounds, minimize
 
 from training.methods.tire.inpaint import ExemplarInpainter
 from training.methods.tire.splats import Camera, Splats, SplatView, splat
@@ -37,16 +39,28 @@ def resplat(scene: Splats, anchors: list[Anchor], ridge: float = 1e-3) -> Splats
     """Re-fit the Gaussians' colours to the anchor images.
 
     With the geometry fixed the renderer is linear in the colours (image = W c + T bg), so the weighted
-    least-squares fit sum_a w_a |W_a c + T_a bg - target_a|^2 is solved exactly from its normal equations;
-    `ridge` keeps Gaussians that no anchor sees at their current colours."""
+    least-squares fit sum_a w_a |W_a c + T_a bg - target_a|^2 is a quadratic in c; it is minimised with the
+    colours kept in [0, 1] (L-BFGS-B on the normal equations). Solving it unconstrained and clipping after
+    breaks on an uneven surface, where Gaussians nearly hidden behind others take colours far outside [0, 1]
+    that cancel each other. `ridge` keeps Gaussians that no anchor sees at their current colours."""
     n = scene.colours.shape[0]
-    lhs, rhs = ridge * torch.eye(n), ridge * scene.colours
+    lhs, rhs = ridge * torch.eye(n, dtype=torch.float64), ridge * scene.colours.double()
     for a in anchors:
-        w = a.view.weights.detach() * a.pixels.unsqueeze(-1)
-        residual = (a.image - a.view.transmittance.detach().unsqueeze(-1) * a.view.background) * a.pixels.unsqueeze(-1)
+        w = (a.view.weights.detach() * a.pixels.unsqueeze(-1)).double()
+        residual = ((a.image - a.view.transmittance.detach().unsqueeze(-1) * a.view.background)
+                    * a.pixels.unsqueeze(-1)).double()
         lhs = lhs + a.weight * (w.T @ w)
         rhs = rhs + a.weight * (w.T @ residual)
-    colours = torch.linalg.solve(lhs, rhs).clamp(0, 1)
+
+    def objective(flat: np.ndarray) -> tuple[float, np.ndarray]:
+        c = torch.from_numpy(flat).view(n, 3)
+        qc = lhs @ c  # torch, so the product runs on the experiment's thread budget
+        return float((c * (0.5 * qc - rhs)).sum()), (qc - rhs).reshape(-1).numpy()
+
+    start = scene.colours.double().clamp(0, 1).numpy().reshape(-1)
+    fit = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=Bounds(0.0, 1.0),
+                   options={"maxiter": 2000})
+    colours = torch.tensor(fit.x.reshape(n, 3), dtype=torch.float32)
     return Splats(scene.means, scene.scales, scene.opacities, colours)
 
 

@@ -5,9 +5,12 @@ columns = longitude), tiled around the sphere `repeats` times or wrapped once an
 column gives bands, the same from every azimuth. The experiment wraps two columns mirrored: the back has
 its own colours but continues the sides, as a real object's unseen side differs from its seen side yet
 resembles it, so the source view still holds evidence for it.
-The initial asset stands in for a feed-forward image-to-3D generator (LGM in the paper): geometry right,
-the source-visible colours reconstructed, the unseen side a blurry, identity-less guess (the colours fitted
-to the source view, pulled towards the source's mean colour, then low-pass filtered over the sphere).
+The initial asset stands in for a feed-forward image-to-3D generator (LGM in the paper). It sees only the
+source photo: its geometry is an estimate of the subject's (`estimated_geometry`: the depth along the source
+camera's axis stretched or squashed and every Gaussian moved off the surface, by a seeded draw, as one view
+leaves depth ambiguous), the source-visible colours are reconstructed and the unseen side is a blurry,
+identity-less guess (the colours fitted to the photo, pulled towards its mean colour, then low-pass filtered
+over the sphere). Nothing downstream of the generator reads the true asset; only the scorer does.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from training.methods.tire.splats import Camera, Splats, splat
 def photo_texture(name: str = "coffee", box: tuple[float, float, float, float] = (0.05, 0.75, 0.1, 0.7),
                   shape: tuple[int, int] = (48, 1)) -> np.ndarray:
     """(rows, cols, 3) RGB in [0, 1]: the crop `box` = (top, bottom, left, right) fractions of a photo."""
-    img = np.asarray(getattr(skdata, name)(), dtype=np.float64)[..., :3] / 255.0
+    img = getattr(skdata, name)()
+    img = np.asarray(img[0] if isinstance(img, tuple) else img, dtype=np.float64)  # stereo pairs: the left view
+    img = (np.repeat(img[..., None], 3, -1) if img.ndim == 2 else img[..., :3]) / 255.0  # grey photos as RGB
     h, w = img.shape[:2]
     crop = img[int(box[0] * h):int(box[1] * h), int(box[2] * w):int(box[3] * w)]
     return resize(crop, shape, anti_aliasing=True).astype(np.float32)
@@ -66,15 +71,27 @@ def subject_scene(n: int = 1000, texture: np.ndarray | None = None, repeats: int
     return scene
 
 
-def generator_guess(truth: Splats, source: Camera, steps: int = 200, prior: float = 0.02,
+def estimated_geometry(truth: Splats, seed: int, depth: float = 0.1, jitter: float = 0.02) -> Splats:
+    """The generator's geometry: the truth's Gaussians with their depth along the source axis (world z) scaled
+    by a factor drawn from U(1 - depth, 1 + depth) and each moved along its normal by N(0, jitter). The numbers
+    were set before any run, as a plausible single-view error; nothing was tuned on them."""
+    g = torch.Generator().manual_seed(seed)
+    stretch = 1 + depth * (2 * torch.rand(1, generator=g).item() - 1)
+    means = truth.means * (1 + jitter * torch.randn(truth.means.shape[0], 1, generator=g))
+    means = means * torch.tensor([1.0, 1.0, stretch])
+    return Splats(means, truth.scales.clone(), truth.opacities.clone(), torch.full_like(truth.colours, 0.5))
+
+
+def generator_guess(geometry: Splats, source: Camera, photo: torch.Tensor, steps: int = 200, prior: float = 0.02,
                     smooth: float = 0.5) -> Splats:
-    """Colours fitted to the source view only, with a ridge towards the source's mean colour, then blurred
-    over the sphere (kernel width `smooth` radians): sharp where seen, blurry and generic where not."""
-    view = splat(truth, source)
-    target = view.image(truth.colours)
+    """Colours of `geometry` fitted to the source `photo` (P, 3) only, with a ridge towards the photo's mean
+    colour, then blurred over the surface (kernel width `smooth` radians): sharp where seen, blurry and
+    generic where not."""
+    view = splat(geometry, source)
+    target = photo
     fg = view.alpha > 0.5
     mean = target[fg].mean(0)
-    colours = mean.expand_as(truth.colours).clone().requires_grad_(True)
+    colours = mean.expand_as(geometry.colours).clone().requires_grad_(True)
     opt = torch.optim.Adam([colours], lr=0.05)
     for _ in range(steps):
         loss = ((view.image(colours) - target)[fg] ** 2).sum() + prior * ((colours - mean) ** 2).sum()
@@ -82,8 +99,8 @@ def generator_guess(truth: Splats, source: Camera, steps: int = 200, prior: floa
         loss.backward()
         opt.step()
     seen = view.weights.sum(0).detach() > 0.3
-    cosine = truth.means @ truth.means.T
-    kernel = torch.exp((cosine - 1) / smooth ** 2)
+    unit = geometry.means / geometry.means.norm(dim=-1, keepdim=True)
+    kernel = torch.exp((unit @ unit.T - 1) / smooth ** 2)
     blurred = (kernel @ colours.detach()) / kernel.sum(-1, keepdim=True)
     fitted = torch.where(seen.unsqueeze(-1), colours.detach(), blurred).clamp(0, 1)
-    return Splats(truth.means, truth.scales, truth.opacities, fitted)
+    return Splats(geometry.means, geometry.scales, geometry.opacities, fitted)
