@@ -149,7 +149,9 @@ def estimator_ranks_miscaptioned_last() -> tuple[bool, dict]:
     vectors = protos[y] + rng.normal(0, 0.3, (400, 24))
     bad = np.arange(400) < 80
     shown = np.where(bad, (y + 1) % 4, y)
-    auc = float(roc_auc_score(~bad, curate(vectors, np.eye(4, dtype=np.float32)[shown], steps=80).scores))
+    ranking = curate(vectors, np.eye(4, dtype=np.float32)[shown], steps=80)
+    auc = float(roc_auc_score(~bad, ranking.scores))
+    assert sorted(ranking.order) == list(range(400))  # a ranking of every sample, ablated or not
     return auc > 0.8, {"auc_clean_over_miscaptioned": auc}
 
 
