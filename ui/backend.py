@@ -122,8 +122,9 @@ def start_stream(manager: StreamManager, source: str, rtsp_transport: str,
                  options: AnalyzeOptions | None = None, zones: list[str] = (), lines: list[str] = (),
                  track: bool = False, detect_source: str | None = None) -> LiveStream:
     """Add a live source (tracked, with `zones` and counting `lines` in the `--zone`/`--line` syntax, when asked;
-    analysing its sub-stream `detect_source` while it is recorded, when given); it connects in the background. Ray is started first from a thread that outlives Streamlit's script runs
-    (see `ensure_ray_in_keeper_thread`). BadInput or TooManyStreams when refused."""
+    analysing its sub-stream `detect_source` while it is recorded, when given); it connects in the background.
+    Ray is started first from a thread that outlives Streamlit's script runs (see `ensure_ray_in_keeper_thread`).
+    BadInput or TooManyStreams when refused."""
     from pipelines.media.detect_source import parse_detect_source
     from pipelines.spine.runtime import ensure_ray_in_keeper_thread
 

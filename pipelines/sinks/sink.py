@@ -106,4 +106,3 @@ def tracking_rows(record: Second) -> list[dict]:
               "reason": f"{z['label']} #{z['track_id']} {z['kind'].replace('_', ' ')} {z['zone']}"}
              for z in record.zone_events]
     return rows
-
