@@ -23,29 +23,44 @@ from pipelines.spine.runtime import ensure_ray
 t0 = time.perf_counter()
 ensure_ray(num_cpus=1)
 init_s = time.perf_counter() - t0
-assert ray.get(ray.remote(lambda: 41).options(runtime_env={"env_vars": {"X": "1"}}).remote()) == 41
+
+@ray.remote
+def env():
+    return os.environ.get("PROBE_VALUE"), os.environ.get("OMP_NUM_THREADS")
+
+assert ray.get(ray.remote(lambda: 41).remote()) == 41
+seen = ray.get(env.options(runtime_env={"env_vars": {"PROBE_VALUE": "set by runtime_env"}}).remote())
 time.sleep(2)
-procs = {}
+procs = []
 for p in psutil.Process().children(recursive=True):
     try:
-        name, head = p.name(), " ".join(p.cmdline()[:4])  # a script's path is in the first arguments
-        for part in ("dashboard/dashboard.py", "autoscaler", "log_monitor.py", "pipelines.spine.reaper"):
-            if part in head:
-                name = part
-        procs[f"{name} ({p.pid})"] = round(p.memory_info().rss / 2**20, 1)
+        procs.append({"name": p.name(), "cmd": " ".join(p.cmdline()), "mb": round(p.memory_info().rss / 2**20, 1)})
     except psutil.Error:
         pass
-print(json.dumps({"init_s": round(init_s, 3), "total_mb": round(sum(procs.values()), 1), "procs": procs}))
+print(json.dumps({"init_s": round(init_s, 3), "runtime_env": seen, "procs": procs}))
 ray.shutdown()
 """
+PARTS = ("dashboard/dashboard.py", "autoscaler", "log_monitor.py", "pipelines.spine.reaper")
+
+
+def label(proc: dict) -> str:
+    """A process by what it runs: the script for Ray's Python daemons (in the first arguments), else its name."""
+    head = " ".join(proc["cmd"].split()[:4])
+    return next((part for part in PARTS if part in head), proc["name"])
 
 
 def probe(opt_in: bool) -> dict:
+    """A fresh interpreter's local Ray (a task with a `runtime_env` run first): `init_s`, what the runtime_env
+    task saw, and each process of the driver's tree (name, command line, resident MB); `total_mb` their sum."""
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "FORESIGHT_RAY_DASHBOARD")}
     env.update(PYTHONPATH=str(ROOT), **({"FORESIGHT_RAY_DASHBOARD": "1"} if opt_in else {}))
     out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=300, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+                         timeout=300)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-3000:])
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    found["total_mb"] = round(sum(p["mb"] for p in found["procs"]), 1)
+    return found
 
 
 def main() -> None:
@@ -64,8 +79,8 @@ def main() -> None:
     base = statistics.median(r["total_mb"] for r in runs["FORESIGHT_RAY_DASHBOARD=1"])
     lean = statistics.median(r["total_mb"] for r in runs["default"])
     print(f"default / opt-in resident: {lean / base:.2f}")
-    for name, mb in runs["FORESIGHT_RAY_DASHBOARD=1"][0]["procs"].items():
-        print(f"  opt-in: {name:<40} {mb} MB")
+    for proc in runs["FORESIGHT_RAY_DASHBOARD=1"][0]["procs"]:
+        print(f"  opt-in: {label(proc):<40} {proc['mb']} MB")
     if args.json:
         args.json.write_text(json.dumps(runs, indent=1) + "\n")
 
