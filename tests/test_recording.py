@@ -69,6 +69,37 @@ def test_clips_outside_the_recording_are_refused(recorded):
             cut_clip(folder, start, end)
 
 
+def test_a_packet_repeated_a_few_ticks_later_still_cuts_into_a_clip(recorded, tmp_path):
+    """Over RTSP on a loaded machine an audio packet was recorded twice, a few ticks of 90 kHz apart: both fell
+    on one tick of the MP4's coarser audio clock, which its muxer refuses, and the dashboard said "not in the
+    recording" for 20 s of it. The clip must be cut, its sound intact (here every 4th packet comes twice, 1 tick
+    apart)."""
+    import shutil
+
+    folder = tmp_path / "stream-1"
+    shutil.copytree(recorded[0], folder)
+    segment = list_segments(folder)[3]
+    with av.open(str(segment)) as src:
+        packets = [p for p in src.demux() if p.pts is not None and p.size]
+        audio = [p for p in packets if p.stream.type == "audio"]
+        assert audio and 90_000 % audio[0].stream.codec_context.sample_rate != 0  # a coarser clock than 90 kHz
+        twice = {id(p) for p in audio[::4]}
+        segment.unlink()
+        with av.open(str(segment), "w", format="mpegts") as out:
+            streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
+            for p in packets:
+                copies = [p, av.Packet(bytes(p))] if id(p) in twice else [p]
+                for q, shift in zip(copies, (0, 1), strict=False):
+                    q.pts, q.dts, q.time_base = p.pts + shift, p.dts + shift, p.time_base
+                    q.stream = streams[p.stream.index]
+                    out.mux(q)
+    t = segment_start(segment)
+    clip = cut_clip(folder, t, t + 6.0)
+    with av.open(io.BytesIO(clip.data)) as container:
+        sound = [p for p in container.demux(audio=0) if p.size]
+    assert clip.start == pytest.approx(t, abs=0.05) and len(sound) > len(audio)
+
+
 def test_retention_keeps_the_newest_minutes_and_gigabytes(recorded, tmp_path):
     import shutil
 

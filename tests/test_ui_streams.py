@@ -371,8 +371,13 @@ def test_the_recordings_scrubber_plays_from_a_wall_clock_time(live, tmp_path):
     b.wait_for("(() => { const s = [...document.querySelectorAll('summary')].find(x => x.innerText.includes("
                "'Recordings by the clock')); if (s) s.click(); return !!s; })()", 60, "the Recordings expander")
     b.wait_for(has_text("nothing deleted yet (the retention keeps 60 min / 2 GB)"), 60, "what the recording holds")
-    first, last = re.search(r"recorded (\d\d:\d\d:\d\d)-(\d\d:\d\d:\d\d)", page_text(b)).groups()
-    assert seconds_of_day(last) - seconds_of_day(first) >= 6, (first, last)
+    deadline = time.monotonic() + 60
+    while True:  # the panel is redrawn as the recording grows: wait for 6 s of it
+        first, last = re.search(r"recorded (\d\d:\d\d:\d\d)-(\d\d:\d\d:\d\d)", page_text(b)).groups()
+        if seconds_of_day(last) - seconds_of_day(first) >= 6:
+            break
+        assert time.monotonic() < deadline, ("the recorded span did not grow", first, last)
+        time.sleep(1)
     jump = seconds_of_day(first) + 4
     at = f"{jump // 3600:02d}:{jump // 60 % 60:02d}:{jump % 60:02d}"
     box = "input[aria-label='Jump to (HH:MM:SS)']"

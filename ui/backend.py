@@ -9,6 +9,7 @@ the other's work.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Callable
@@ -39,6 +40,7 @@ __all__ = ["analysis_options", "analyze_file", "db_path", "max_streams", "media_
            "recording_folder", "recording_span", "retention", "save_upload", "searcher", "start_stream", "stream_manager", "webcams"]
 LIVE_JOB_KIND = "dashboard-live"
 MAX_DURATION_S = 3600.0  # longest clip the dashboard analyses
+log = logging.getLogger("foresight.dashboard")
 
 
 def db_path() -> Path:
@@ -92,9 +94,14 @@ LEAD_S = 3.0  # every player in the dashboard (card, search hit, playback button
 def recorded_clip(store: Store, job_id: str, t: float, before_s: float = LEAD_S, after_s: float = 10.0):
     """The recording of job `job_id` from `before_s` before stream time `t` to `after_s` after it (a
     `pipelines.media.clips.Clip`), or None when that part is not recorded."""
+    from pipelines.media.clips import ClipFailed
+
     try:
         return clip_for_job(store, recordings_root(store.path), job_id, max(0.0, t - before_s), t + after_s)
     except (LookupError, ValueError):
+        return None
+    except ClipFailed as exc:
+        log.warning("%s", exc)
         return None
 
 

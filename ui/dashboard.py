@@ -168,5 +168,5 @@ elif not manager.list():
 
 history_panel(store)
 
-recordings_panel(store)
+recordings_panel(store, live=any(not s.terminal for s in manager.list()))
 search_panel(store, state.job_id)

@@ -27,6 +27,7 @@ LANES = ["recording", "events", "alerts", "watches"]
 COLORS = {"recorded": "#4c78a8", "deleted": "#bbbbbb", "event": "#2ca02c", "alert": "#d62728", "watch": "#ff7f0e"}
 GAP_S = 2.0  # segments further apart by the clock than by stream time: the camera was away in between
 PLAY_S = 30.0  # how much a jump plays
+REFRESH_S = 5.0  # how often the panel is redrawn while a stream runs
 
 
 def retention_note(span: RecordedSpan, retention: Retention, today: dt.date | None = None) -> str:
@@ -118,8 +119,14 @@ def cameras(store: Store, limit: int = 200) -> list[dict]:
     return [j for j in store.recent_jobs(limit) if j["kind"] in LIVE_KINDS and backend.has_recording(store, j["id"])]
 
 
-def recordings_panel(store: Store) -> None:
-    """An expander with each camera's recording: what is kept and deleted, the scrubber, and a jump to a time."""
+def recordings_panel(store: Store, live: bool = False) -> None:
+    """An expander with each camera's recording: what is kept and deleted, the scrubber, and a jump to a time;
+    redrawn every REFRESH_S while a stream is `live` (its recording grows, and the first segment is written only
+    seconds after the stream starts)."""
+    st.fragment(run_every=REFRESH_S if live else None)(_recordings)(store)
+
+
+def _recordings(store: Store) -> None:
     with st.expander("Recordings by the clock", expanded=False):
         jobs = cameras(store)
         if not jobs:

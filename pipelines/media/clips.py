@@ -24,6 +24,10 @@ class NotRecorded(LookupError):
     """Nothing of the asked range is in the recording (never recorded, or deleted by the retention)."""
 
 
+class ClipFailed(RuntimeError):
+    """The recording holds the range but its packets could not be remuxed (a server fault, not a bad request)."""
+
+
 @dataclass
 class Clip:
     data: bytes  # an MP4 (moov first)
@@ -92,7 +96,10 @@ def cut_clip(folder: str | Path, start: float, end: float) -> Clip:
         origin = picked[0][1]
         with tempfile.TemporaryDirectory(prefix="foresight-clip-") as tmp:
             path = Path(tmp) / "clip.mp4"
-            _write(path, picked, origin)
+            try:
+                _write(path, picked, origin)
+            except av.error.FFmpegError as exc:  # some are ValueErrors too: not to be read as a bad range
+                raise ClipFailed(f"the clip {start:.1f}-{end:.1f} s could not be cut from the recording: {exc}") from exc
             data = path.read_bytes()
     return Clip(data, origin, max(t for _, t, _ in picked), [p.name for p in chosen])
 

@@ -92,8 +92,8 @@ class Timestamps:
     def next(self, key: object, pts: float, dts: float) -> tuple[int, int]:
         """(pts, dts) in ticks for a packet of stream `key` at `pts`/`dts` seconds."""
         pts_ticks, dts_ticks = round(pts / TIME_BASE), round(dts / TIME_BASE)
-        if key in self._last and dts_ticks <= self._last[key]:
-            dts_ticks = self._last[key] + self.STEP
+        if key in self._last and dts_ticks < self._last[key] + self.STEP:  # closer than a step rounds to the same
+            dts_ticks = self._last[key] + self.STEP                          # tick in a coarser time base
         self._last[key] = dts_ticks
         return max(pts_ticks, dts_ticks), dts_ticks
 

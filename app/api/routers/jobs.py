@@ -18,6 +18,7 @@ from app.services.model_choice import MODELS, check_models
 from app.services.recordings import clip_for_job
 from app.services.uploads import UploadRejected, check_media
 from models.errors import BadInput
+from pipelines.media.clips import ClipFailed
 
 router = APIRouter(prefix="/v1", tags=["jobs"], dependencies=[Depends(require_api_key)])
 
@@ -118,7 +119,7 @@ def job_result(job_id: str, svc: Services = Depends(services)):
 @router.get("/jobs/{job_id}/clip", response_class=Response,
             responses={200: {"content": {"video/mp4": {}}, "description": "an MP4 of the recording; header "
                              "X-Clip-Start: the stream time of its 0 s"},
-                       400: {"model": Problem}, 404: {"model": Problem}},
+                       400: {"model": Problem}, 404: {"model": Problem}, 500: {"model": Problem}},
             summary="A live stream's recording between two stream times (seconds), e.g. 3 s before an alert")
 def job_clip(job_id: str, start: float = Query(ge=0, description="stream time, seconds"),
              end: float = Query(gt=0, description="stream time, seconds; at most 120 s after start"),
@@ -129,5 +130,7 @@ def job_clip(job_id: str, start: float = Query(ge=0, description="stream time, s
         raise HTTPException(404, str(exc)) from None
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
+    except ClipFailed as exc:
+        raise HTTPException(500, str(exc)) from None
     return Response(clip.data, media_type="video/mp4",
                     headers={"X-Clip-Start": f"{clip.start:.3f}", "X-Clip-End": f"{clip.end:.3f}"})
