@@ -32,6 +32,7 @@ def main() -> None:
     print(f"clip: {clip.name}; bare decode (ffmpeg -f null): {decode:.1f} s")
     configs = {"speech + audio tags (issue 2 target <= 2.0)": ["--no-visual", "--no-safety", "--events", "tags"],
                "full stack without text on screen (--no-ocr)": ["--no-ocr"],
+               "full stack reading text at most every 4 s (--ocr-every 4)": ["--ocr-every", "4"],
                "full embedded stack (visual perception, text on screen, PreFM if shipped, safety)": []}
     for name, flags in configs.items():
         with tempfile.TemporaryDirectory() as tmp:

@@ -148,3 +148,27 @@ def test_a_loaded_machine_reads_the_same_frames(sign_clip, monkeypatch):
     monkeypatch.setattr(loaded.reader, "read", lambda frame: (time.sleep(1.5), read(frame))[1])
     assert readings(loaded) == idle
     assert [i for i, fresh, text in idle if fresh and "EXIT" in text] == [int(SIGN_S[0])]
+
+
+def test_ocr_every_spaces_the_readings_and_still_reads_the_sign(sign_clip):
+    """`--ocr-every 4` (half the readings of the default 2 s on a scene that keeps changing) reads no two frames
+    less than 4 s apart; the sign that hangs 5 s is still read, at most 3 s after it appears, and carried while it
+    hangs."""
+    import argparse
+
+    from app.services.settings import add_analysis_flags, analysis_options
+    from pipelines.media.segmenter import iter_segments
+    from pipelines.stages.ocr import OcrStage
+
+    p = argparse.ArgumentParser()
+    add_analysis_flags(p)
+    assert analysis_options(p.parse_args([])).stages.ocr_every_s == 2
+    config = analysis_options(p.parse_args(["--ocr-every", "4", "--no-asr"])).stages
+    assert config.ocr_every_s == 4
+    stage = OcrStage(config)
+    outs = [stage.process(seg) for seg in iter_segments(sign_clip)]
+    fresh = [o["index"] for o in outs if o["read"]]
+    assert fresh and all(b - a >= 4 for a, b in zip(fresh, fresh[1:], strict=False)), fresh
+    shown = [o["index"] for o in outs if "EXIT" in [r["text"] for r in o["text"]]]
+    hung = set(range(int(SIGN_S[0]), int(SIGN_S[1])))
+    assert shown and shown[0] in fresh and shown[0] - SIGN_S[0] <= 3 and len(hung & set(shown)) >= 2, shown

@@ -21,6 +21,7 @@ from app.validate import (
     escalation_policy,
     http_url,
     positive_float,
+    positive_int,
     readable_file,
     unit_interval,
 )
@@ -146,6 +147,9 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-visual", action="store_true", help="skip visual perception (objects, pose, faces, camera)")
     p.add_argument("--no-ocr", action="store_true",
                    help="skip reading text on screen (PP-OCRv4 on changed frames; also off with --no-visual)")
+    p.add_argument("--ocr-every", type=positive_int, default=2, metavar="SECONDS",
+                   help="read text on screen at most once every SECONDS (default 2; more costs less, and new text may be "
+                        "found up to SECONDS-1 s late)")
     from app.services.model_choice import MODELS
 
     for name, what in (("detector", "object detector"), ("pose", "pose model")):
@@ -158,7 +162,8 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
                    help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO tag "
                         "events for the rest), prefm (PreFM only), tags (taggers only); auto: union if PreFM is shipped")
     p.add_argument("--visual-prompt", metavar="NPZ", type=readable_file,
-                   help="a camera's fitted visual prompt (foresight train acavp), applied to every frame first")
+                   help="a camera's fitted visual prompt (.npz, fitted with training.methods.acavp: "
+                        "docs/training/acavp.md), applied to every frame first")
     p.add_argument("--safety-escalation", metavar="POLICY", type=escalation_policy,
                    help="'robust' (the shipped POMDP policy) or a policy JSON: watch / warn / alarm from the stream "
                         "of risk scores instead of one threshold (docs/training/pomdp.md)")
@@ -208,7 +213,8 @@ def analysis_options(args) -> AnalyzeOptions:
     if escalation and escalation != "robust" and not Path(escalation).is_file():
         raise BadInput(f"--safety-escalation {escalation}: say 'robust' or give a policy JSON file")
     stages = StageConfig(asr=not flag("no_asr", False), asr_model=flag("asr_model"), tags=not flag("no_tags", False),
-                         visual=not flag("no_visual", False), ocr=not flag("no_ocr", False), events_model=flag("events", "auto"),
+                         visual=not flag("no_visual", False), ocr=not flag("no_ocr", False),
+                         ocr_every_s=flag("ocr_every", 2), events_model=flag("events", "auto"),
                          **models, motion_gate=flag("motion_gate", 0.002) or None,
                          prefm_checkpoint=flag("prefm_model"), asr_language=None if language == "auto" else language,
                          safety=not flag("no_safety", False), safety_threshold=flag("safety_threshold"),
