@@ -370,16 +370,12 @@ def test_the_recordings_scrubber_plays_from_a_wall_clock_time(live, tmp_path):
     b = live[0]
     b.wait_for("(() => { const s = [...document.querySelectorAll('summary')].find(x => x.innerText.includes("
                "'Recordings by the clock')); if (s) s.click(); return !!s; })()", 60, "the Recordings expander")
-    b.wait_for(has_text("nothing deleted yet (the retention keeps 60 min / 2 GB)"), 60, "what the recording holds")
-    deadline = time.monotonic() + 60
-    while True:  # the panel is redrawn as the recording grows: wait for 6 s of it
-        first, last = re.search(r"recorded (\d\d:\d\d:\d\d)-(\d\d:\d\d:\d\d)", page_text(b)).groups()
-        if seconds_of_day(last) - seconds_of_day(first) >= 6:
-            break
-        assert time.monotonic() < deadline, ("the recorded span did not grow", first, last)
-        time.sleep(1)
-    jump = seconds_of_day(first) + 4
-    at = f"{jump // 3600:02d}:{jump // 60 % 60:02d}:{jump % 60:02d}"
+    span = r"recorded (\d\d:\d\d:\d\d)-(\d\d:\d\d:\d\d)"  # the panel is redrawn as the recording grows
+    b.wait_for(has_text("nothing deleted yet (the retention keeps 60 min / 2 GB)") + " && (m => !!m && (s => s(m[2]) - "
+               f"s(m[1]) >= 6)(t => t.split(':').reduce((a, x) => a * 60 + +x, 0)))(document.body.innerText.match("
+               f"/{span}/))", 60, "what the recording holds, 6 s of it")
+    first = re.search(span, page_text(b))[1]
+    at = f"{(jump := seconds_of_day(first) + 4) // 3600:02d}:{jump // 60 % 60:02d}:{jump % 60:02d}"
     box = "input[aria-label='Jump to (HH:MM:SS)']"
     b.wait_for(f"document.querySelector({box!r}) !== null", 30, "the jump box")
     enabled = click("Play from there").replace("b.click(); ", "")  # true once the typed time has committed
@@ -399,7 +395,6 @@ def test_the_recordings_scrubber_plays_from_a_wall_clock_time(live, tmp_path):
         raise AssertionError(expander_text(b, "Recordings by the clock")) from None
     playing_video(b, before, "the jump's clip")
     assert b.js("document.querySelectorAll('.vega-embed svg').length") >= 1  # the scrubber's chart
-    shot = tmp_path / "recordings.png"
-    b.screenshot(shot)
+    b.screenshot(shot := tmp_path / "recordings.png")
     check_png(shot)
     keep_screenshot(shot, "dashboard-recordings.png")
