@@ -95,6 +95,8 @@ class Chromium:
             self.call("Input.dispatchKeyEvent", type=kind, key=key, code=key, windowsVirtualKeyCode=code)
 
     def screenshot(self, path: Path) -> None:
+        """The viewport as a PNG, after two animation frames: what the page has painted, not a frame in between."""
+        self.js("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
         data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=False)["data"]
         path.write_bytes(base64.b64decode(data))
 
