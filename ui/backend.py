@@ -107,14 +107,14 @@ def recorded_clip(store: Store, job_id: str, t: float, before_s: float = LEAD_S,
 
 def analysis_options(questions: list[str] = (), watches: list[str] = (),
                      safety_threshold: float | None = None, detector: str = DETECTOR,
-                     pose: str = POSE) -> AnalyzeOptions:
+                     pose: str = POSE, ocr: bool = False) -> AnalyzeOptions:
     """Options for one file or stream: questions answered at the end, standing queries (watches) checked as the
-    source plays, and the safety monitor's threshold. Both need the grounding checkpoint (BadInput if absent,
+    source plays, the safety monitor's threshold, and whether text on screen is read. Questions and watches need the grounding checkpoint (BadInput if absent,
     for watches; questions then fall back to text matching, as the REST API does)."""
     from app.services.jobs import resolve_grounder
 
     opts = with_models(AnalyzeOptions(), check_models({"detector": detector, "pose": pose}))
-    opts.stages.safety_threshold = safety_threshold
+    opts.stages.safety_threshold, opts.stages.ocr = safety_threshold, ocr
     questions, watches = [q for q in questions if q.strip()], [w for w in watches if w.strip()]
     if questions or watches:
         checkpoint = resolve_grounder(None)

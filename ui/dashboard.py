@@ -76,7 +76,7 @@ def run_file_analysis(path: Path, uploaded: bool = False) -> None:
     questions, threshold = state.asked
     bar = st.progress(0.0, text=f"analysing {path.name}")
     try:
-        options = backend.analysis_options(questions, [], threshold, detector, pose)
+        options = backend.analysis_options(questions, [], threshold, detector, pose, read_text)
         job_id, result = backend.analyze_file(store, path, options, lambda f: bar.progress(f, text=f"{f:.0%}"),
                                               questions=questions)
     except (BadInput, UploadRejected, FileNotFoundError) as exc:
@@ -96,6 +96,9 @@ detector = st.sidebar.selectbox("Object detector", backend.DETECTORS, index=back
                                 key="detector", help="the CLI's --detector; docs/perception.md has their table")
 pose = st.sidebar.selectbox("Pose model", backend.POSES, index=backend.POSES.index(backend.POSE), key="pose",
                             help="the CLI's --pose; docs/perception.md compares them")
+read_text = st.sidebar.checkbox("Read text on screen", value=False, key="ocr",
+                                help="the CLI's --ocr: PP-OCRv4 on changed frames, at most every 2 s; about a fifth "
+                                     "more CPU (docs/performance.md)")
 if kind == "Upload a file":
     uploaded = st.sidebar.file_uploader("Clip", type=None, key="upload")
     # Streamlit's own "N per file" rounds to whole units (512 MB reads "1GB"): hide it and say the limit exactly
@@ -131,9 +134,9 @@ else:
     zones, lines, track = layout_inputs()
     if st.sidebar.button("Start", key="start_live", disabled=not source, type="primary"):
         try:
-            stream = backend.start_stream(manager, source, transport,
-                                          backend.analysis_options([], watches, threshold, detector, pose), zones, lines,
-                                          track, detect_source=detect_source or None)
+            options = backend.analysis_options([], watches, threshold, detector, pose, read_text)
+            stream = backend.start_stream(manager, source, transport, options, zones, lines, track,
+                                          detect_source=detect_source or None)
             state.update(viewing=stream.id, result=None, job_id=None, error=None)
         except (BadInput, TooManyStreams) as exc:
             state.error = str(exc)

@@ -145,11 +145,12 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-asr", action="store_true", help="skip speech recognition")
     p.add_argument("--no-tags", action="store_true", help="skip AudioSet sound tags")
     p.add_argument("--no-visual", action="store_true", help="skip visual perception (objects, pose, faces, camera)")
-    p.add_argument("--no-ocr", action="store_true",
-                   help="skip reading text on screen (PP-OCRv4 on changed frames; also off with --no-visual)")
+    p.add_argument("--ocr", action=argparse.BooleanOptionalAction, default=False,
+                   help="read text on screen (PP-OCRv4 on changed frames; off by default: it costs about a fifth "
+                        "more CPU, docs/performance.md; needs visual perception)")
     p.add_argument("--ocr-every", type=positive_int, default=2, metavar="SECONDS",
-                   help="read text on screen at most once every SECONDS (default 2; more costs less, and new text may be "
-                        "found up to SECONDS-1 s late)")
+                   help="with --ocr, read text on screen at most once every SECONDS (default 2; more costs less, and "
+                        "new text may be found up to SECONDS-1 s late)")
     from app.services.model_choice import MODELS
 
     for name, what in (("detector", "object detector"), ("pose", "pose model")):
@@ -213,7 +214,7 @@ def analysis_options(args) -> AnalyzeOptions:
     if escalation and escalation != "robust" and not Path(escalation).is_file():
         raise BadInput(f"--safety-escalation {escalation}: say 'robust' or give a policy JSON file")
     stages = StageConfig(asr=not flag("no_asr", False), asr_model=flag("asr_model"), tags=not flag("no_tags", False),
-                         visual=not flag("no_visual", False), ocr=not flag("no_ocr", False),
+                         visual=not flag("no_visual", False), ocr=flag("ocr", False),
                          ocr_every_s=flag("ocr_every", 2), events_model=flag("events", "auto"),
                          **models, motion_gate=flag("motion_gate", 0.002) or None,
                          prefm_checkpoint=flag("prefm_model"), asr_language=None if language == "auto" else language,
@@ -327,9 +328,11 @@ def _config_defaults(parser: argparse.ArgumentParser, config: dict, path: str) -
     out = {}
     for key, value in config.items():
         action = _action(parser, key)
-        if action.nargs == 0:  # a switch (store_true)
+        if action.nargs == 0:  # a switch (store_true, or --x / --no-x)
             if not isinstance(value, bool):
                 raise BadInput(f"config {path}: {key} must be true or false")
+            if isinstance(action, argparse.BooleanOptionalAction) and key.replace("_", "-").startswith("no-"):
+                value = not value  # `no-ocr = true` is --no-ocr
         elif isinstance(action, argparse._AppendAction):
             values = value if isinstance(value, list) else [value]
             value = [_convert(action, v, key, path) for v in values]

@@ -41,7 +41,7 @@ GRAPH: tuple[Node, ...] = (
     Node("transcribe", "pipelines.stages.speech:TranscribeStage", "stages", ("speech",), "heard",
          finish=("speech",)),
     Node("visual", "pipelines.stages.visual:VisualStage", "stages", ("segment",), "visual", host="visual"),
-    # text on screen (PP-OCRv4) in the key frame, beside visual; off with --no-ocr or --no-visual
+    # text on screen (PP-OCRv4) in the key frame, beside visual; on with --ocr (and visual)
     Node("ocr", "pipelines.stages.ocr:OcrStage", "stages", ("segment",), "ocr"),
     Node("parser", "pipelines.stages.parser:ParserStage", "stages", ("record", "heard", "audio", "visual", "ocr"),
          "record", finish=("heard",)),

@@ -56,7 +56,8 @@ class StageConfig:
     keepalive_s: float = 5.0
     # Text on screen (PP-OCRv4, pipelines/stages/ocr.py): read changed key frames, at most one reading every
     # `ocr_every_s` seconds and `ocr_budget_ms` a second on average; a text on screen `ocr_min_s` is an event.
-    ocr: bool = True
+    # Off by default: on, the full stack costs more than issue 28's rule allows (docs/performance.md).
+    ocr: bool = False
     ocr_every_s: int = 2
     ocr_budget_ms: float = 150.0
     ocr_read_ms: float = 40.0  # what the budget charges a reading (ocr.py: a model of the cost, not the clock)
