@@ -171,5 +171,5 @@ elif not manager.list():
 
 history_panel(store)
 
-recordings_panel(store, live=any(not s.terminal for s in manager.list()))
+recordings_panel(store, live=manager.unfinished() > 0)
 search_panel(store, state.job_id)

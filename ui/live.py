@@ -165,7 +165,7 @@ def streams_panel(manager: StreamManager, store: Store) -> None:
     state = st.session_state
     state.setdefault("views", {})
     state.setdefault("viewing", None)
-    active = any(not s.terminal for s in manager.list())
+    active = manager.unfinished() > 0
 
     @st.fragment(run_every=1.0 if active else None)
     def panel() -> None:

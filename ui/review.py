@@ -103,7 +103,7 @@ def review_panel(store: Store, manager: StreamManager) -> None:
     state = st.session_state
     state.setdefault("review_page", 0)
     state.setdefault("review_playing", None)
-    active = any(not s.terminal for s in manager.list())
+    active = manager.unfinished() > 0
 
     @st.fragment(run_every=2.0 if active else None)
     def panel() -> None:

@@ -304,6 +304,11 @@ class StreamManager:
         with self._lock:
             return list(self.streams.values())
 
+    def unfinished(self) -> int:
+        """How many streams are still starting or running (what a page refreshing while any is live asks)."""
+        with self._lock:
+            return sum(not s.terminal for s in self.streams.values())
+
     def remove(self, sid: str, timeout: float = 30.0) -> LiveStream | None:
         """Stop a stream, wait for its final result to be saved, and forget it."""
         stream = self.get(sid)

@@ -18,7 +18,7 @@ def healthz(svc: Services = Depends(services)) -> Health:
     disk = getattr(svc.jobs, "disk", None)
     reason = disk.reason if disk is not None else None
     return Health(status="degraded" if reason else "ok", reason=reason, jobs_queued=pending, jobs_running=running,
-                  streams=sum(not s.terminal for s in svc.streams.list()))
+                  streams=svc.streams.unfinished())
 
 
 @router.get("/metrics", response_class=Response,
