@@ -21,7 +21,7 @@ def panel_app(db: str) -> None:
     from pipelines.sinks.store import Store
     from ui.review import review_panel
 
-    review_panel(Store(db), SimpleNamespace(list=lambda: []))
+    review_panel(Store(db), SimpleNamespace(list=lambda: [], unfinished=lambda: 0))
 
 
 def seed(tmp_path) -> tuple[Store, dict[str, int], str]:
