@@ -109,8 +109,9 @@ def analysis_options(questions: list[str] = (), watches: list[str] = (),
                      safety_threshold: float | None = None, detector: str = DETECTOR,
                      pose: str = POSE, ocr: bool = False) -> AnalyzeOptions:
     """Options for one file or stream: questions answered at the end, standing queries (watches) checked as the
-    source plays, the safety monitor's threshold, and whether text on screen is read. Questions and watches need the grounding checkpoint (BadInput if absent,
-    for watches; questions then fall back to text matching, as the REST API does)."""
+    source plays, the safety monitor's threshold, and whether text on screen is read. Questions and watches need
+    the grounding checkpoint (BadInput if absent, for watches; questions then fall back to text matching, as the
+    REST API does)."""
     from app.services.jobs import resolve_grounder
 
     opts = with_models(AnalyzeOptions(), check_models({"detector": detector, "pose": pose}))

@@ -209,7 +209,7 @@ class StreamManager:
         options.detect_source = detect_source or None
         detect = parse_detect_source(options.detect_source, spec, options.rtsp_transport, what="detect_source")
         with self._lock:
-            if sum(not s.terminal for s in self.streams.values()) >= self.max_streams:
+            if self._unfinished() >= self.max_streams:
                 raise TooManyStreams(f"{self.max_streams} stream{'s are' if self.max_streams != 1 else ' is'} "
                                      "running already (the limit)")
             sid = stream_id or uuid.uuid4().hex[:12]
@@ -307,7 +307,10 @@ class StreamManager:
     def unfinished(self) -> int:
         """How many streams are still starting or running (what a page refreshing while any is live asks)."""
         with self._lock:
-            return sum(not s.terminal for s in self.streams.values())
+            return self._unfinished()
+
+    def _unfinished(self) -> int:  # the caller holds the lock
+        return sum(not s.terminal for s in self.streams.values())
 
     def remove(self, sid: str, timeout: float = 30.0) -> LiveStream | None:
         """Stop a stream, wait for its final result to be saved, and forget it."""
