@@ -69,12 +69,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1, help="pairs (bare decode, analyze) per configuration")
     ap.add_argument("--only", help="comma-separated configuration keys: " + ", ".join(CONFIGS))
     args = ap.parse_args()
-    clip = args.clip or long_clip(args.minutes)
-    if not clip.is_file():
-        raise SystemExit(f"no such clip: {clip}")
+    if args.rounds < 1 or args.minutes <= 0:
+        ap.error("--rounds must be at least 1 and --minutes above 0")
+    if args.clip is not None and not args.clip.is_file():
+        ap.error(f"no such clip: {args.clip}")
     keys = args.only.split(",") if args.only else list(CONFIGS)
     if unknown := [k for k in keys if k not in CONFIGS]:
-        raise SystemExit(f"unknown configuration(s) {unknown}: say {', '.join(CONFIGS)}")
+        ap.error(f"unknown configuration(s) {unknown}: say {', '.join(CONFIGS)}")
+    clip = args.clip or long_clip(args.minutes)
     if args.rounds > 1:
         return rounds(clip, keys, args.rounds)
     decode = bare_decode(clip)

