@@ -8,7 +8,7 @@ import torch
 import training.methods.tire.experiment as experiment
 from training.methods.tire.experiment import VAL_SUBJECTS, Config, Scorer, run_subject
 from training.methods.tire.inpaint import ExemplarInpainter
-from training.methods.tire.pipeline import Anchor, resplat, view_psnr
+from training.methods.tire.pipeline import Anchor, resplat, source_seen, view_psnr
 from training.methods.tire.splats import Camera, Splats, SplatView, render, splat
 from training.methods.tire.subject import estimated_geometry, generator_guess, photo_texture, subject_scene
 from training.methods.tire.track import carry_along_tracks, sample_at
@@ -74,15 +74,32 @@ def test_source_only_inpainter_continues_bands():
     assert torch.equal(filled[~mask], damaged[~mask])
 
 
+def grey_start_and_four_views(truth: Splats) -> tuple[Splats, list[Anchor]]:
+    """The truth's geometry in plain grey, and the truth's renders from the front, both sides and the back."""
+    start = Splats(truth.means, truth.scales, truth.opacities, torch.full_like(truth.colours, 0.5))
+    views = [splat(truth, Camera(az, size=32)) for az in (0.0, 90.0, 180.0, -90.0)]
+    return start, [Anchor(v, v.image(truth.colours), 1.0, torch.ones(32 * 32)) for v in views]
+
+
 def test_resplat_recovers_colours_seen_from_all_sides():
     truth = subject_scene(500, photo_texture("coffee"))
-    start = Splats(truth.means, truth.scales, truth.opacities, torch.full_like(truth.colours, 0.5))
-    anchors = []
-    for az in (0.0, 90.0, 180.0, -90.0):
-        view = splat(truth, Camera(az, size=32))
-        anchors.append(Anchor(view, view.image(truth.colours), 1.0, torch.ones(32 * 32)))
+    start, anchors = grey_start_and_four_views(truth)
     fitted = resplat(start, anchors)
     assert view_psnr(fitted, truth, Camera(45.0, size=32)) > view_psnr(start, truth, Camera(45.0, size=32)) + 10
+
+
+def test_resplat_keeps_the_colours_of_frozen_gaussians_and_fits_the_rest():
+    """Attempt 3's freeze (docs/training/tire.md): the Gaussians the source shows keep their colours exactly,
+    the others still move to the anchors."""
+    truth = subject_scene(500, photo_texture("coffee"))
+    start, anchors = grey_start_and_four_views(truth)
+    frozen = source_seen(anchors[0].view)
+    assert 0 < int(frozen.sum()) < frozen.numel()
+    fitted = resplat(start, anchors, frozen=frozen)
+    assert torch.allclose(fitted.colours[frozen], start.colours[frozen])
+    moved = (fitted.colours[~frozen] - start.colours[~frozen]).abs().amax(-1)
+    assert float((moved > 0.05).float().mean()) > 0.5
+    assert view_psnr(fitted, truth, Camera(180.0, size=32)) > view_psnr(start, truth, Camera(180.0, size=32)) + 5
 
 
 def test_generator_guess_is_right_in_front_and_blurry_behind():

@@ -48,6 +48,8 @@ class Config:
     columns: int = 2  # photo columns from the front (0 deg) to the back (180 deg); 1 = latitude bands
     top: int = 5  # the inpainter's candidates averaged per pixel
     source_weight: float = 100.0  # the source view's weight in the re-splat (TIRE freezes the source latents)
+    # Attempt 3 (docs/training/tire.md), not shipped: the Gaussians the source shows keep their colours in the re-splat.
+    freeze_seen: bool = False
 
 
 class Scorer:
@@ -78,10 +80,9 @@ def run_subject(name: str, cfg: Config, columns: int | None = None, seed: int = 
     photo = score.views[0.0].image(truth.colours)  # the subject photo: all the method is given of the truth
     initial = generator_guess(estimated_geometry(truth, seed), source, photo)
     stages = [list(s) for s in cfg.stages]
-    staged, log = tire_edit(initial, source, photo, stages, progressive=True, top=cfg.top,
-                            source_weight=cfg.source_weight)
-    oneshot, log1 = tire_edit(initial, source, photo, stages, progressive=False, top=cfg.top,
-                              source_weight=cfg.source_weight)
+    arms = {"top": cfg.top, "source_weight": cfg.source_weight, "freeze_seen": cfg.freeze_seen}
+    staged, log = tire_edit(initial, source, photo, stages, progressive=True, **arms)
+    oneshot, log1 = tire_edit(initial, source, photo, stages, progressive=False, **arms)
     back = [az for az in cfg.novel if abs(az) > 90]
     row = {"subject": name, "texture": "wrapped photo" if columns > 1 else "bands (control)",
            "front~back dB": score.front_back()}
@@ -146,7 +147,8 @@ def run_config(cfg: Config, seeds: tuple[int, ...] = SEEDS, progress=None) -> Re
              "view agreement = PSNR of the re-splatted asset against the completed views it was fitted to: high when "
              "the completed views agree with each other; inpainted px = pixels inpainted, staged / one-shot",
              f"photo columns front to back {cfg.columns}; inpainter top-{cfg.top}; stages {list(cfg.stages)}; "
-             f"novel views {list(cfg.novel)}; {cfg.gaussians} Gaussians, {cfg.size}x{cfg.size} px orthographic renders"]
+             f"novel views {list(cfg.novel)}; {cfg.gaussians} Gaussians, {cfg.size}x{cfg.size} px orthographic renders"
+             + ("; the Gaussians the source shows keep their colours in the re-splat (attempt 3)" if cfg.freeze_seen else "")]
     return Result(rows, figures, checks, notes, seeds=len(seeds))
 
 

@@ -23,6 +23,14 @@ from training.methods.tire.track import carry_along_tracks
 
 # Pixels whose opacity is above this show the surface colour; the rim between blends it with the background.
 INTERIOR = 0.9
+# A Gaussian the source view shows by at least this much (its compositing weights summed over the source's
+# pixels: one pixel's worth) keeps the colours the generator fitted to the photo (TIRE freezes the source latents).
+SEEN = 1.0
+
+
+def source_seen(view: SplatView) -> torch.Tensor:
+    """The Gaussians (N,) the source view shows by at least one pixel's worth of compositing weight."""
+    return view.weights.detach().sum(0) >= SEEN
 
 
 @dataclass
@@ -35,8 +43,9 @@ class Anchor:
     pixels: torch.Tensor
 
 
-def resplat(scene: Splats, anchors: list[Anchor], ridge: float = 1e-3) -> Splats:
-    """Re-fit the Gaussians' colours to the anchor images.
+def resplat(scene: Splats, anchors: list[Anchor], ridge: float = 1e-3,
+            frozen: torch.Tensor | None = None) -> Splats:
+    """Re-fit the Gaussians' colours to the anchor images; the `frozen` ones (a bool mask) keep theirs.
 
     With the geometry fixed the renderer is linear in the colours (image = W c + T bg), so the weighted
     least-squares fit sum_a w_a |W_a c + T_a bg - target_a|^2 is a quadratic in c; it is minimised with the
@@ -58,7 +67,11 @@ def resplat(scene: Splats, anchors: list[Anchor], ridge: float = 1e-3) -> Splats
         return float((c * (0.5 * qc - rhs)).sum()), (qc - rhs).reshape(-1).numpy()
 
     start = scene.colours.double().clamp(0, 1).numpy().reshape(-1)
-    fit = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=Bounds(0.0, 1.0),
+    low, high = np.zeros_like(start), np.ones_like(start)
+    if frozen is not None:  # a variable with equal bounds stays where it starts
+        keep = frozen.numpy().repeat(3)
+        low[keep], high[keep] = start[keep], start[keep]
+    fit = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=Bounds(low, high),
                    options={"maxiter": 2000})
     colours = torch.tensor(fit.x.reshape(n, 3), dtype=torch.float32)
     return Splats(scene.means, scene.scales, scene.opacities, colours)
@@ -76,8 +89,9 @@ class EditLog:
 
 def tire_edit(initial: Splats, source: Camera, source_image: torch.Tensor, stages: list[list[float]],
               progressive: bool = True, source_weight: float = 100.0, top: int = 5,
-              progress=None) -> tuple[Splats, EditLog]:
-    """Run the edit; `source_image` (P, 3) is the subject photo as the source camera sees it."""
+              freeze_seen: bool = False, progress=None) -> tuple[Splats, EditLog]:
+    """Run the edit; `source_image` (P, 3) is the subject photo as the source camera sees it. With
+    `freeze_seen` the Gaussians the source shows keep the generator's photo-fitted colours in the re-splat."""
     src_view = splat(initial, source)
     interior = src_view.alpha > INTERIOR
     inpainter = ExemplarInpainter(src_view.grid(source_image), src_view.grid(interior), top=top)
@@ -100,7 +114,7 @@ def tire_edit(initial: Splats, source: Camera, source_image: torch.Tensor, stage
             log.masked.append(int(mask.sum()))
         anchors += new
     log.anchors = anchors
-    return resplat(initial, anchors), log
+    return resplat(initial, anchors, frozen=source_seen(src_view) if freeze_seen else None), log
 
 
 def psnr(pred: torch.Tensor, truth: torch.Tensor, where: torch.Tensor) -> float:
