@@ -7,10 +7,13 @@ import random
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import psutil
+
+RTP_PORTS = 8  # RTP and RTCP for up to four streams from the server's start port
 
 
 def free_port() -> int:
@@ -18,6 +21,27 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
+
+def free_rtp_range() -> int:
+    """A start port whose RTP_PORTS UDP ports are free now, below Linux's ephemeral range (32768 up).
+
+    Each server relays RTP on its own port range, so servers left by other runs cannot steal the packets.
+    """
+    for _ in range(200):
+        start = random.randrange(20_000, 32_000, 20)
+        socks = []
+        try:
+            for port in range(start, start + RTP_PORTS):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return start
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise RuntimeError("no free UDP port range between 20000 and 32000 for the RTSP test server")
 
 
 class RtspServer:
@@ -27,15 +51,31 @@ class RtspServer:
         self.clip = clip
         self.client_port = free_port()
         self.source_port = free_port()
-        # Each server relays RTP on its own port range, so servers left by other runs cannot steal the packets.
-        self.rtp_start_port = random.randrange(20_000, 60_000, 20)
+        self.rtp_start_port = free_rtp_range()
         self.procs: list[subprocess.Popen] = []
+        self.logs: list = []
 
     @property
     def url(self) -> str:
         return f"rtsp://127.0.0.1:{self.client_port}/live"
 
-    def start(self) -> None:
+    def start(self, attempts: int = 3, publish_timeout_s: float = 15.0) -> None:
+        """Serve the clip, returning once the stream is published (clients get 404 before that).
+
+        The server answers the feeding ffmpeg's RECORD with 404, and ffmpeg exits, when one of its RTP ports is
+        taken (by another run's server or any UDP socket on a busy machine): then a new port range is tried.
+        """
+        reason = ""
+        for _ in range(attempts):
+            reason = self._start_once(publish_timeout_s)
+            if not reason:
+                return
+            self.kill()
+            self.rtp_start_port = free_rtp_range()
+        raise RuntimeError(f"RTSP test server on port {self.client_port} did not publish {self.clip.name}: {reason}")
+
+    def _start_once(self, publish_timeout_s: float) -> str:
+        """Start the server and its feeding ffmpeg; the reason it did not publish, or "" once it has."""
         server = subprocess.Popen(
             ["rtsp-server-perl", "--clientport", str(self.client_port), "--serverport", str(self.source_port),
              "--client_listen_address", "127.0.0.1", "--source_listen_address", "127.0.0.1",
@@ -49,12 +89,30 @@ class RtspServer:
                 c.laddr.port == self.source_port and c.status == psutil.CONN_LISTEN
                 for c in psutil.net_connections("tcp4")):
             time.sleep(0.1)
+        log = tempfile.TemporaryFile()  # a file, not a pipe: a long run's messages cannot block ffmpeg
+        self.logs.append(log)
         pusher = subprocess.Popen(
             ["ffmpeg", "-nostdin", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", str(self.clip),
              "-c", "copy", "-f", "rtsp", f"rtsp://127.0.0.1:{self.source_port}/live"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
         self.procs.append(pusher)
-        time.sleep(1.5)
+        # Published means the server has bound the UDP ports it receives the clip's RTP on (after RECORD).
+        deadline = time.time() + publish_timeout_s
+        while time.time() < deadline:
+            if pusher.poll() is not None:
+                log.seek(0)
+                return f"the feeding ffmpeg exited ({log.read().decode(errors='replace').strip()[-300:]})"
+            if server.poll() is not None:
+                return f"rtsp-server-perl exited ({server.returncode})"
+            try:
+                ports = {c.laddr.port for c in psutil.Process(server.pid).net_connections("udp4")}
+            except psutil.Error:
+                ports = set()
+            if any(self.rtp_start_port <= port < self.rtp_start_port + RTP_PORTS for port in ports):
+                time.sleep(0.5)  # the first packets reach the server
+                return ""
+            time.sleep(0.1)
+        return f"not published within {publish_timeout_s:.0f} s"
 
     def kill(self) -> None:
         for p in self.procs:
@@ -64,3 +122,6 @@ class RtspServer:
                 pass
             p.wait(timeout=10)
         self.procs.clear()
+        for log in self.logs:
+            log.close()
+        self.logs.clear()
