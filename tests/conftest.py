@@ -72,3 +72,4 @@ def rtsp_tcp_server(demo_clip):
     yield f"rtsp://127.0.0.1:{port}/live"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
+    proc.stdout.close()

@@ -15,6 +15,7 @@ RTP interleaved over TCP (`$` frames) passes through unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import ssl
@@ -65,63 +66,72 @@ class RtspRelay:
             threading.Thread(target=self._serve, args=(client,), name="rtsp-relay-conn", daemon=True).start()
         self.close()
 
-    def _upstream(self) -> socket.socket:
-        sock = socket.create_connection((self.address, self.port), timeout=self.timeout_s)
-        if self.tls_name is not None:  # like FFmpeg's own TLS (tls_verify=0): encrypted, not authenticated
-            context = ssl.create_default_context()
-            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-            sock = context.wrap_socket(sock, server_hostname=None if _is_ip(self.tls_name) else self.tls_name)
-        sock.settimeout(None)
-        return sock
+    async def _upstream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self.tls_name is None:
+            return await asyncio.open_connection(self.address, self.port)
+        context = ssl.create_default_context()  # like FFmpeg's own TLS (tls_verify=0): encrypted, not authenticated
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        return await asyncio.open_connection(self.address, self.port, ssl=context,
+                                             server_hostname="" if _is_ip(self.tls_name) else self.tls_name)
 
     def _serve(self, client: socket.socket) -> None:
         try:
-            upstream = self._upstream()
-        except OSError as exc:
+            asyncio.run(self._relay(client))
+        finally:
+            client.close()
+
+    async def _relay(self, client: socket.socket) -> None:
+        """Both directions in one event loop: a TLS session is never read and written from two threads at once."""
+        try:
+            up_reader, up_writer = await asyncio.wait_for(self._upstream(), self.timeout_s)
+        except OSError as exc:  # TimeoutError included
             self.upstream_error = ("connection refused" if isinstance(exc, ConnectionRefusedError) else
                                    f"unreachable (no answer within {self.timeout_s:g} s)"
                                    if isinstance(exc, TimeoutError) else f"cannot connect ({exc.strerror or exc})")
-            client.close()
             return
-        threading.Thread(target=_copy, args=(client, upstream), name="rtsp-relay-up", daemon=True).start()
-        try:
-            self._pass_answers(upstream, client)
-        except (OSError, ValueError):
-            pass
-        finally:
-            for s in (client, upstream):
-                _shut(s)
+        client_reader, client_writer = await asyncio.open_connection(sock=client)
+        tasks = {asyncio.create_task(_copy(client_reader, up_writer)),
+                 asyncio.create_task(self._pass_answers(up_reader, client_writer))}
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for writer in (client_writer, up_writer):
+            writer.transport.abort()
 
-    def _pass_answers(self, upstream: socket.socket, client: socket.socket) -> None:
+    async def _pass_answers(self, upstream: asyncio.StreamReader, client: asyncio.StreamWriter) -> None:
         """Forward what the camera sends, message by message, checking each RTSP message."""
         buf = b""
-        while True:
-            if buf[:1] == b"$":  # interleaved RTP/RTCP: $ channel length(2) payload
-                while len(buf) < 4:
-                    buf = _more(upstream, buf)
-                end = 4 + int.from_bytes(buf[2:4], "big")
-                while len(buf) < end:
-                    buf = _more(upstream, buf)
-                client.sendall(buf[:end])
-                buf = buf[end:]
-                continue
-            head_end = buf.find(b"\r\n\r\n")
-            if head_end < 0:
-                if len(buf) > MAX_HEADER:
-                    raise ValueError("RTSP header too long")
-                buf = _more(upstream, buf)
-                continue
-            head = buf[:head_end].decode("latin-1")
-            length = int((re.search(r"(?im)^content-length:\s*(\d+)", head) or [0, "0"])[1])
-            if length > MAX_BODY:
-                raise ValueError("RTSP body too long")
-            while len(buf) < head_end + 4 + length:
-                buf = _more(upstream, buf)
-            body, buf = buf[head_end + 4:head_end + 4 + length], buf[head_end + 4 + length:]
-            head = self._checked(head)
-            if head is None:
-                return
-            client.sendall(head.encode("latin-1") + b"\r\n\r\n" + body)
+        try:
+            while True:
+                if buf[:1] == b"$":  # interleaved RTP/RTCP: $ channel length(2) payload
+                    while len(buf) < 4:
+                        buf = await _more(upstream, buf)
+                    end = 4 + int.from_bytes(buf[2:4], "big")
+                    while len(buf) < end:
+                        buf = await _more(upstream, buf)
+                    await _send(client, buf[:end])
+                    buf = buf[end:]
+                    continue
+                head_end = buf.find(b"\r\n\r\n")
+                if head_end < 0:
+                    if len(buf) > MAX_HEADER:
+                        raise ValueError("RTSP header too long")
+                    buf = await _more(upstream, buf)
+                    continue
+                head = buf[:head_end].decode("latin-1")
+                length = int((re.search(r"(?im)^content-length:\s*(\d+)", head) or [0, "0"])[1])
+                if length > MAX_BODY:
+                    raise ValueError("RTSP body too long")
+                while len(buf) < head_end + 4 + length:
+                    buf = await _more(upstream, buf)
+                body, buf = buf[head_end + 4:head_end + 4 + length], buf[head_end + 4 + length:]
+                head = self._checked(head)
+                if head is None:
+                    return
+                await _send(client, head.encode("latin-1") + b"\r\n\r\n" + body)
+        except (OSError, ValueError):
+            return
 
     def _checked(self, head: str) -> str | None:
         """The message head to pass on, or None (and `refused` set) for a redirect or a multicast transport."""
@@ -147,31 +157,25 @@ class RtspRelay:
         return head
 
 
-def _copy(src: socket.socket, dst: socket.socket) -> None:
+async def _copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
     """FFmpeg's requests to the camera, as they are."""
     try:
-        while data := src.recv(65536):
-            dst.sendall(data)
+        while data := await src.read(65536):
+            await _send(dst, data)
     except OSError:
         pass
-    finally:
-        for s in (src, dst):
-            _shut(s)
 
 
-def _more(sock: socket.socket, buf: bytes) -> bytes:
-    data = sock.recv(65536)
+async def _more(reader: asyncio.StreamReader, buf: bytes) -> bytes:
+    data = await reader.read(65536)
     if not data:
         raise ConnectionError("closed")
     return buf + data
 
 
-def _shut(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    sock.close()
+async def _send(writer: asyncio.StreamWriter, data: bytes) -> None:
+    writer.write(data)
+    await writer.drain()
 
 
 def _is_ip(host: str) -> bool:
