@@ -38,6 +38,62 @@ def test_ssd_batches_give_the_same_detections_and_are_remembered(ssd):
     assert [ssd.detect(f) for f in frames] == alone and ssd.served_from_batch == before + 2
 
 
+def _opencv_rows(frames: list[np.ndarray]) -> list[np.ndarray]:
+    """OpenCV DNN's own reading of the same frozen graph: what the detector ran on before ONNX Runtime."""
+    import cv2
+
+    from models.encoders.weights import ssd_files
+
+    net = cv2.dnn.readNetFromTensorflow(*(str(f) for f in ssd_files()))
+    out = []
+    for f in frames:
+        net.setInput(cv2.dnn.blobFromImages([f], 1.0, (300, 300), swapRB=False, crop=False))
+        out.append(net.forward().reshape(-1, 7))
+    return out
+
+
+def test_the_onnx_conversion_gives_opencvs_detections(ssd):
+    """The converted graph and our decoding against OpenCV's reading of the frozen graph (its convolutions and
+    its DetectionOutput layer), on real photos and demo frames: the same boxes, classes and scores."""
+    import av
+    import cv2
+
+    from models.encoders.ssd_onnx import decode, ssd_onnx
+
+    frames = [np.ascontiguousarray(data.astronaut()), np.ascontiguousarray(data.coffee()),
+              np.ascontiguousarray(data.chelsea())]
+    with av.open("data/demo.mp4") as c:
+        frames += [f.to_ndarray(format="rgb24") for i, f in enumerate(c.decode(video=0)) if i in (0, 120, 240, 300)]
+    blob = cv2.dnn.blobFromImages(frames, 1.0, (300, 300), swapRB=False, crop=False)
+    boxes, scores, priors = ssd.session.run(None, {"image": blob})
+    assert priors.shape == (2, 1917 * 4) and scores.shape == (len(frames), 1917 * 91)
+    compared = 0
+    for ref, b, s in zip(_opencv_rows(frames), boxes, scores, strict=True):
+        ours = decode(b, s, priors)
+        ref, ours = ref[ref[:, 2] >= 0.05], ours[ours[:, 2] >= 0.05]
+        assert len(ours) == len(ref) > 0
+        np.testing.assert_array_equal(ours[:, 1], ref[:, 1])  # the same classes, in the same order
+        np.testing.assert_allclose(ours[:, 2:], ref[:, 2:], atol=1e-4)
+        compared += len(ref)
+    assert compared > 100
+    path = ssd_onnx()
+    stamp = path.stat().st_mtime_ns
+    assert ssd_onnx() == path and path.stat().st_mtime_ns == stamp  # the cached file, not converted again
+
+
+def test_the_frozen_graph_reader_names_what_it_cannot_give(tmp_path):
+    from models.encoders.tf_frozen import frozen_constants, text_graph
+    from models.encoders.weights import ssd_files
+
+    pb, _ = ssd_files()
+    with pytest.raises(ValueError, match="lacks the constants.*no/such/weights"):
+        frozen_constants(pb, {"no/such/weights"})
+    bad = tmp_path / "bad.pbtxt"
+    bad.write_text('node { name: "x" op: "Const" }\n@@@\n')
+    with pytest.raises(ValueError, match="cannot read text at offset"):
+        text_graph(bad)
+
+
 def test_unknown_detector_names_the_choices():
     with pytest.raises(BadInput, match="yolov3-tiny, ssd-mobilenetv2"):
         make_detector("bogus")
