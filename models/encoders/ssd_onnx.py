@@ -87,16 +87,16 @@ def convert(pb: Path, pbtxt: Path):
     from onnx import TensorProto, checker, helper, numpy_helper
 
     from models.encoders.tf_frozen import frozen_constants, text_graph
-    from models.encoders.tfjs_onnx import OPSET, TO_NHWC, _Builder, _emit, _ref
+    from models.encoders.tfjs_onnx import OPSET, TO_NHWC, GraphBuilder, emit_node, tensor_ref
 
     nodes = text_graph(pbtxt)
     defined = {n["name"] for n in nodes}
-    consts = frozen_constants(pb, {_ref(i) for n in nodes for i in n["input"]} - defined)
+    consts = frozen_constants(pb, {tensor_ref(i) for n in nodes for i in n["input"]} - defined)
     consts.update({n["name"]: n["value"].reshape(()) for n in nodes if n["op"] == "Const"})
-    b = _Builder(consts)
+    b = GraphBuilder(consts)
     b.add("Transpose", ["image"], ["image_tensor"], perm=TO_NHWC)
     for node in _fold_batch_norms(nodes, consts):
-        op, ins = node["op"], [_ref(i) for i in node["input"]]
+        op, ins = node["op"], [tensor_ref(i) for i in node["input"]]
         if op in _SKIPPED or op == "Const" or node["name"] == "PriorBox/concat":
             continue
         if op == "BiasAdd":
@@ -104,7 +104,7 @@ def convert(pb: Path, pbtxt: Path):
         if op == "Flatten":
             b.add("Reshape", [ins[0], b.const(np.array([0, -1], np.int64), node["name"])], [node["name"]])
             continue
-        _emit(b, node, ins, node["name"])
+        emit_node(b, node, ins, node["name"])
     b.add("Identity", [OUTPUTS[0]], ["boxes"])
     b.add("Identity", [OUTPUTS[1]], ["scores"])
     b.inits["priors_value"] = _priors(pb, pbtxt)

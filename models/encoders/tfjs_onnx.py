@@ -50,7 +50,7 @@ def read_tfjs(model_json: Path) -> tuple[dict, dict[str, np.ndarray]]:
     return model, consts
 
 
-def _ref(name: str) -> str:
+def tensor_ref(name: str) -> str:
     """A TF input reference ('node', 'node:0', 'node:1') as our tensor name ('node', 'node', 'node:1')."""
     return name[:-2] if name.endswith(":0") else name
 
@@ -84,7 +84,9 @@ def _fold(op: str, args: list[np.ndarray]) -> np.ndarray | None:
     return None
 
 
-class _Builder:
+class GraphBuilder:
+    """The ONNX graph being built: its nodes, its initializers, and the TF constants it may use."""
+
     def __init__(self, consts: dict[str, np.ndarray]):
         from onnx import helper
 
@@ -142,7 +144,8 @@ def _fused_ops(node: dict) -> list[str]:
     return [base64.b64decode(s).decode() for s in node.get("attr", {}).get("fused_ops", {}).get("list", {}).get("s", [])]
 
 
-def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
+def emit_node(b: GraphBuilder, node: dict, ins: list[str], out: str) -> None:
+    """One TF node (in the TFJS JSON form) as ONNX nodes writing `out`; also what the frozen-graph SSD converter uses."""
     op, name = node["op"], node["name"]
     nhwc = _attr(node, "data_format", "NHWC") == "NHWC"
     wrap = b.nhwc if nhwc else (lambda x, o, fn: b.add("Identity", [fn(x)], [o]))
@@ -233,7 +236,7 @@ def _emit(b: _Builder, node: dict, ins: list[str], out: str) -> None:
         _emit_postprocessing(b, node, ins, out)
 
 
-def _strided_slice(b: _Builder, node: dict, ins: list[str], out: str) -> None:
+def _strided_slice(b: GraphBuilder, node: dict, ins: list[str], out: str) -> None:
     """TF StridedSlice as Slice over the input's axes, Squeeze of the shrunk ones, Unsqueeze of the new ones."""
     name = node["name"]
     begin, end, step = (b.consts[i].astype(np.int64).reshape(-1) for i in ins[1:4])
@@ -265,7 +268,7 @@ def _strided_slice(b: _Builder, node: dict, ins: list[str], out: str) -> None:
     b.add("Identity", [x], [out])
 
 
-def _emit_postprocessing(b: _Builder, node: dict, ins: list[str], out: str) -> None:
+def _emit_postprocessing(b: GraphBuilder, node: dict, ins: list[str], out: str) -> None:
     """The index and reduction ops of in-graph decoding (MoveNet multipose's people from its heads)."""
     op, name = node["op"], node["name"]
     if op == "Fill":
@@ -333,7 +336,7 @@ def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx", output
     from onnx import TensorProto, checker, helper, numpy_helper
 
     model, consts = read_tfjs(model_json)
-    b = _Builder(dict(consts))
+    b = GraphBuilder(dict(consts))
     inputs = []
     nodes = model["modelTopology"]["node"]
     needed = _needed(nodes, outputs) if outputs else {n["name"] for n in nodes}
@@ -341,7 +344,7 @@ def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx", output
         op, name = node["op"], node["name"]
         if name not in needed:
             continue
-        ins = [_ref(i) for i in node.get("input", []) if not i.startswith("^")]
+        ins = [tensor_ref(i) for i in node.get("input", []) if not i.startswith("^")]
         if op == "Const":
             if name not in b.consts:
                 raise ValueError(f"constant {name} has no weights in the manifest")
@@ -354,12 +357,12 @@ def tfjs_to_onnx(model_json: Path, producer: str = "foresight-tfjs_onnx", output
             if folded is not None:
                 b.consts[name] = folded
                 continue
-        _emit(b, node, ins, name)
+        emit_node(b, node, ins, name)
     sig = model.get("signature", {}).get("outputs") or {nodes[-1]["name"]: {}}
     # a node's name, not in the signature: an NHWC tensor of unknown size (the checker wants a rank)
     unknown = {"tensorShape": {"dim": [{"size": "-1"}] * 4}}
     sig = {k: sig.get(k, unknown) for k in outputs} if outputs else sig
-    outs = [helper.make_tensor_value_info(_ref(v.get("name", k)), TensorProto.FLOAT, _dims(v.get("tensorShape", {})))
+    outs = [helper.make_tensor_value_info(tensor_ref(v.get("name", k)), TensorProto.FLOAT, _dims(v.get("tensorShape", {})))
             for k, v in sorted(sig.items())]
     inits = [numpy_helper.from_array(v, n) for n, v in b.inits.items()]
     graph = helper.make_graph(b.nodes, Path(model_json).stem, inputs, outs, inits)
