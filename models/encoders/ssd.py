@@ -41,9 +41,13 @@ class SsdDetector(BatchedDetector):
         from models.encoders.ssd_onnx import decode
 
         blob = cv2.dnn.blobFromImages(frames, 1.0, (self.size, self.size), swapRB=False, crop=False)
-        boxes, scores, priors = self.session.run(None, {"image": blob})
+        if self._priors is None:  # the anchors are a constant output of the graph: fetched with the first call only
+            boxes, scores, self._priors = self.session.run(["boxes", "scores", "priors"], {"image": blob})
+        else:
+            boxes, scores = self.session.run(["boxes", "scores"], {"image": blob})
         # each row: (0, coco90 id, score, x0, y0, x1, y1), as OpenCV's DetectionOutput gave them
-        return [self._boxes(decode(b, s, priors), *f.shape[:2]) for b, s, f in zip(boxes, scores, frames, strict=True)]
+        return [self._boxes(decode(b, s, self._priors), *f.shape[:2])
+                for b, s, f in zip(boxes, scores, frames, strict=True)]
 
     def _boxes(self, rows: np.ndarray, h: int, w: int) -> list[dict]:
         out = []

@@ -9,8 +9,8 @@ graph ends at the box encodings and the class scores; the 1917 anchors come from
 computed once at conversion and stored in the file as a third output.
 
 Decoding: each anchor (x0, y0, x1, y1 and variances 0.1, 0.1, 0.2, 0.2) shifts by its encoding (TF's order:
-centre y, x, then log height, width); per class, scores above 0.01, their best 100, non-maximum suppression at IoU 0.6; then the best 100
-over all classes: the text graph's `DetectionOutput` settings.
+centre y, x, then log height, width); per class, scores above 0.01, their best 100, non-maximum suppression
+at IoU 0.6; then the best 100 over all classes: the text graph's `DetectionOutput` settings.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ CONF_FLOOR, TOP_K, NMS_IOU, KEEP_TOP_K = 0.01, 100, 0.6, 100
 VARIANCES = np.array([0.1, 0.1, 0.2, 0.2], np.float32)
 OUTPUTS = ("BoxEncodingPredictor/concat", "ClassPredictor/concat/sigmoid")
 CONVERTER_VERSION = "1"  # bump when the conversion's output changes: a new cached ONNX file
-_SKIPPED = {"PriorBox", "DetectionOutput", "Placeholder"}
+_SKIPPED = {"PriorBox", "DetectionOutput", "Placeholder", "Const"}  # PriorBox/concat too: the anchors are stored
 
 
 def ssd_onnx() -> Path:
@@ -97,7 +97,7 @@ def convert(pb: Path, pbtxt: Path):
     b.add("Transpose", ["image"], ["image_tensor"], perm=TO_NHWC)
     for node in _fold_batch_norms(nodes, consts):
         op, ins = node["op"], [tensor_ref(i) for i in node["input"]]
-        if op in _SKIPPED or op == "Const" or node["name"] == "PriorBox/concat":
+        if op in _SKIPPED or node["name"] == "PriorBox/concat":
             continue
         if op == "BiasAdd":
             node = {**node, "op": "Add"}
