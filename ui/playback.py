@@ -20,12 +20,21 @@ MAX_EVENTS = 6
 
 def playable(events: list[dict], alerts: list[dict], moments: list[dict]) -> list[tuple[str, float, str]]:
     """(kind, stream time, name) of what can be played: every fired watch and alert, and the latest events,
-    newest first."""
+    newest first. A moment named twice (an audio and an audio-visual Speech event from the same second) is one
+    button: both would play the same cut, and a button's key is the moment."""
     items = [("watch", float(m["start"]), str(m.get("query", "?"))) for m in moments]
     items += [("alert", float(a["time"]), str(a.get("rule") or a.get("severity") or "alert")) for a in alerts]
-    latest = sorted(events, key=lambda e: -float(e["start"]))[:MAX_EVENTS]
-    items += [("event", float(e["start"]), e.get("name") or human_label(e.get("label", "?"))) for e in latest]
-    return sorted(items, key=lambda i: -i[1])
+    latest = sorted(events, key=lambda e: -float(e["start"]))
+    named = [("event", float(e["start"]), e.get("name") or human_label(e.get("label", "?"))) for e in latest]
+    items += list(dict.fromkeys(named))[:MAX_EVENTS]
+    unique = {moment_key(item): item for item in items}
+    return sorted(unique.values(), key=lambda i: -i[1])
+
+
+def moment_key(item: tuple[str, float, str]) -> str:
+    """What names a playable moment: its kind, time to 10 ms and name (the button's key, with the job's id)."""
+    kind, t, name = item
+    return f"{kind}_{t:.2f}_{name[:40]}"
 
 
 def playback_panel(store: Store, job_id: str, events: list[dict], alerts: list[dict], moments: list[dict],
@@ -43,7 +52,7 @@ def playback_panel(store: Store, job_id: str, events: list[dict], alerts: list[d
         cols = st.columns(3)
         for col, (kind, t, name) in zip(cols, shown[row:row + 3], strict=False):
             label = f"▶ {fmt_time(t)} {name} ({kind})"
-            if col.button(label, key=f"play_{job_id}_{kind}_{t:.2f}_{name[:40]}"):
+            if col.button(label, key=f"play_{job_id}_{moment_key((kind, t, name))}"):
                 clip = backend.recorded_clip(store, job_id, t, backend.LEAD_S)
                 playing[job_id] = (kind, t, name, clip)
     if job_id not in playing:
