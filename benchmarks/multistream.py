@@ -41,6 +41,7 @@ from pipelines.spine.budget import LatencyBudget  # noqa: E402
 from pipelines.spine.runtime import ensure_ray  # noqa: E402
 from training.media.loopback import RtspServer  # noqa: E402
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 NOT_PIPELINE = {"ffmpeg", "rtsp-server-perl", "rtsp-server-per", "perl"}  # (names are cut at 15 characters)
 
 
@@ -79,6 +80,25 @@ def pipeline_rss(by_pid: dict[int, float] | None = None) -> tuple[float, dict[st
     return sum(p["rss"] for p in parts.values()), parts
 
 
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """Each thread of a process: its name and CPU seconds so far, from /proc/<pid>/task (what a process's share
+    is made of: FFmpeg's decoding threads, Python's, Ray's)."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[int(tid)] = (stat[stat.index("(") + 1:stat.rindex(")")], (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
+    return out
+
+
 class Sampler:
     """Samples `pipeline_rss()` every `every_s` seconds on a thread until stopped; keeps the peak's breakdown,
     and each stage host's size at that peak (`hosts`: pid -> node name, once known)."""
@@ -91,6 +111,7 @@ class Sampler:
         self.cpu_first: dict[int, float] = {}  # pid -> CPU seconds when first seen, and when last seen
         self.cpu_last: dict[int, float] = {}
         self.names: dict[int, str] = {}  # pid -> process name
+        self.threads: dict[tuple[int, int], list] = {}  # (pid, tid) -> [thread name, CPU s first seen, last seen]
         self.started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
@@ -106,11 +127,14 @@ class Sampler:
                 continue
             self.cpu_first.setdefault(proc.pid, cpu)
             self.cpu_last[proc.pid] = cpu
-            if proc.pid not in self.names:
-                try:
-                    self.names[proc.pid] = proc.name()
-                except psutil.Error:
-                    self.names[proc.pid] = "?"
+            try:  # its latest name: a Ray worker starts as "python" and takes its actor's name a moment later
+                name = proc.name()
+            except psutil.Error:
+                name = "?"
+            if not self.names.get(proc.pid, "").startswith(name):  # an exiting one reads as its first 15 chars
+                self.names[proc.pid] = name
+            for tid, (thread, seconds) in thread_cpu(proc.pid).items():
+                self.threads.setdefault((proc.pid, tid), [thread, seconds, seconds])[2] = seconds
         if not self.samples or total > max(self.samples):
             self.peak, self.peak_hosts = parts, by_pid
         self.samples.append(total)
@@ -135,6 +159,12 @@ class Sampler:
             cores[name] = cores.get(name, 0.0) + (self.cpu_last[pid] - self.cpu_first[pid]) / wall
         print("CPU cores by process: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(cores.items(), key=lambda kv: -kv[1])
                                                  if v >= 0.001))
+        by_thread: dict[str, float] = {}
+        for (pid, _), (thread, first, last) in self.threads.items():
+            key = f"{self.hosts.get(pid) or self.names.get(pid, '?')}/{thread}"
+            by_thread[key] = by_thread.get(key, 0.0) + (last - first) / wall
+        print("CPU cores by thread (process/thread, the 12 largest): " + ", ".join(
+            f"{k} {v:.3f}" for k, v in sorted(by_thread.items(), key=lambda kv: -kv[1])[:12]))
         print("peak by process kind (GB; processes, resident anonymous/files/shared memory): " + ", ".join(
             f"{k} {v['rss']:.2f} ({v['n']:.0f}: {v.get('anon', 0):.2f}/{v.get('file', 0):.2f}/{v.get('shmem', 0):.2f})"
             for k, v in sorted(self.peak.items(), key=lambda kv: -kv[1]["rss"])))
@@ -171,6 +201,15 @@ def run(urls: list[str], options: AnalyzeOptions) -> tuple[list[dict], list[list
             p.close()
     sampler.stop()
     return results, latencies, sampler
+
+
+def slow_seconds(latencies: list[float], result: dict, over_s: float = 1.0) -> str:
+    """Which seconds of a stream came back later than `over_s`, beside where its transcript lines end: what
+    a p95 over target is made of (Whisper runs when an utterance ends, and the seconds behind it wait)."""
+    slow = [i for i, lat in enumerate(latencies) if lat > over_s]
+    ends = [round(float(t["end"]), 1) for t in result.get("transcript", [])]
+    return (f"seconds over {over_s:g} s: {len(slow)} of {len(latencies)} {slow[:60]}; "
+            f"transcript lines end at {ends[:60]}")
 
 
 def scene_clip(scene: str) -> Path:
@@ -234,6 +273,7 @@ def main() -> None:
         decisions = (r.get("timings", {}).get("budget") or r.get("budget") or {}).get("decisions")
         print(f"stream {i}: {r['ingest']['segments_emitted']} segments, p95 {p:.3f} s, dropped {d}"
               + (f", degradation {decisions}" if decisions else ""))
+        print(f"  {slow_seconds(latencies[i], r)}")
     p95_one = float(np.percentile(alone_latencies[0], 95)) if alone_latencies[0] else float("nan")
     print(f"one stream alone: {alone[0]['ingest']['segments_emitted']} segments, p95 {p95_one:.3f} s, "
           f"dropped {alone[0]['ingest']['segments_dropped']}")
