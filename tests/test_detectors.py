@@ -38,6 +38,25 @@ def test_ssd_batches_give_the_same_detections_and_are_remembered(ssd):
     assert [ssd.detect(f) for f in frames] == alone and ssd.served_from_batch == before + 2
 
 
+def test_a_frame_already_in_a_batch_is_not_detected_again(ssd, monkeypatch):
+    """A stream's next key frame joins the batch of every call that runs before its own turn: the first batch
+    detects it, the later ones must not (under a backlog each waiting frame was detected once per batch)."""
+    astronaut, coffee, camera = (np.ascontiguousarray(d()) for d in (data.astronaut, data.coffee, data.camera))
+    camera = np.ascontiguousarray(np.stack([camera] * 3, axis=-1))
+    alone = {id(f): ssd.detect(f) for f in (astronaut, coffee, camera)}
+    ran: list[int] = []
+    detect_many = ssd.detect_many
+    monkeypatch.setattr(ssd, "detect_many", lambda frames: (ran.extend(id(f) for f in frames), detect_many(frames))[1])
+    ssd.remember([astronaut, coffee])  # the astronaut's stream runs; the coffee's waits
+    ssd.remember([camera, coffee])  # another stream runs first: its batch holds the waiting coffee again
+    ssd.remember([coffee])
+    assert ran == [id(astronaut), id(coffee), id(camera)]
+    assert all(ssd.detect(f) == alone[id(f)] for f in (astronaut, coffee, camera))  # each from its batch
+    assert ran == [id(astronaut), id(coffee), id(camera)]
+    ssd.detect(coffee)  # taken once: a second call on the same frame runs the model
+    assert ran[-1] == id(coffee) and len(ran) == 4
+
+
 def _opencv_rows(frames: list[np.ndarray]) -> list[np.ndarray]:
     """OpenCV DNN's own reading of the same frozen graph: what the detector ran on before ONNX Runtime."""
     import cv2
