@@ -10,6 +10,7 @@ with a `finish` closes what it holds, in the same order, which yields the final 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import threading
 import time
@@ -67,8 +68,13 @@ def reads_frames(options: AnalyzeOptions) -> bool:
     return options.stages.visual
 
 
-def node_config(node: Node, options: AnalyzeOptions):
-    return getattr(options, node.config)
+def node_config(node: Node, options: AnalyzeOptions, live: bool = False):
+    """The config `node`'s stage is built from. On a live source transcription runs behind the seconds
+    (`asr_background`): a second is not held back while Whisper works, its lines join a later one."""
+    config = getattr(options, node.config)
+    if live and node.name == "transcribe":
+        config = dataclasses.replace(config, asr_background=True)
+    return config
 
 
 _BUILDING = threading.Lock()

@@ -60,7 +60,7 @@ class Pipeline:
         self.started = time.perf_counter()
         self.stream = f"{source_id or self.spec.name}#{uuid.uuid4().hex[:12]}"
         self.nodes = graph.nodes(options)
-        self.configs = {node.name: graph.node_config(node, options) for node in self.nodes}
+        self.configs = {node.name: graph.node_config(node, options, self.spec.live) for node in self.nodes}
         self.actors = stage_hosts(self.nodes)
         self.ingest = IngestActor.remote(self.spec, source_id or self.spec.name, options.sample_fps,
                                          options.max_side, options.duration_s, options.reconnect,

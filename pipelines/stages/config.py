@@ -43,6 +43,9 @@ class StageConfig:
     vad_threshold: float = 0.5
     asr_pre_roll_s: float = 0.5  # audio Whisper hears before a speech span's start (soft first words)
     asr_post_roll_s: float = 0.3  # and after its end
+    # A live source (set by `graph.node_config`, not a flag): seconds do not wait for Whisper, whose lines join the
+    # first second after they are heard (pipelines/stages/speech.TranscribeStage).
+    asr_background: bool = False
     max_span_s: float = 20.0
     visual: bool = True
     detector: str = DEFAULT_DETECTOR  # models/encoders/detectors.py:DETECTOR_NAMES (--detector, TOML [analysis])

@@ -9,6 +9,8 @@ and hands it on; the transcribe stage runs Whisper on it. Transcripts are those 
 from __future__ import annotations
 
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -110,7 +112,13 @@ class SpeechStage:
 
 class TranscribeStage:
     """Whisper on the pieces the speech stage cut; hands on what the parser reads of speech (`index`,
-    `speech_prob`, `spans`) with the `transcript`. Holds no state of a stream: the recognizer is shared."""
+    `speech_prob`, `spans`) with the `transcript`. The recognizer is shared.
+
+    With `config.asr_background` (a live source: `graph.node_config` sets it) a second does not wait for Whisper:
+    each piece goes to the process's one Whisper thread, and its lines come out, in order, with the first second
+    after they are done; `finish` waits for the rest. The lines are the same; only the second that carries them
+    moves. Four cameras whose utterances end in the same second otherwise held each other's seconds back for the
+    length of four transcriptions (docs/performance.md, "Four streams without a budget")."""
 
     def __init__(self, config: StageConfig, recognizer: SpeechRecognizer | None = None):
         self.config = config
@@ -118,22 +126,52 @@ class TranscribeStage:
             ("faster-whisper", config.asr_model, config.asr_language),
             lambda: FasterWhisperRecognizer(config.asr_model, language=config.asr_language))  # stateless
         self.asr_seconds = 0.0
+        self._pending: deque[Future] = deque()  # background pieces not handed on yet, in order
 
     def reset(self) -> None:
-        """A new source: nothing of the last one is held."""
+        """A new source: nothing of the last one is held (its pieces still in Whisper are dropped)."""
+        self._pending.clear()
 
     def process(self, speech: dict) -> dict:
-        transcript: list[dict] = []
-        if self.asr is not None:
-            for piece in speech["pieces"]:
-                t0 = time.perf_counter()
-                transcript += [s.to_dict() for s in self.asr.transcribe(piece["audio"], piece["offset"])]
-                self.asr_seconds += time.perf_counter() - t0
+        pieces = speech["pieces"] if self.asr is not None else []
+        if self.config.asr_background:
+            self._pending.extend(whisper_thread().submit(self._transcribe, piece) for piece in pieces)
+            transcript = self._done(wait=False)
+        else:
+            transcript = [line for piece in pieces for line in self._counted(self._transcribe(piece))]
         return {"index": speech["index"], "speech_prob": speech["speech_prob"], "spans": speech["spans"],
                 "vad": speech.get("vad", False), "open_since": speech.get("open_since"), "transcript": transcript}
 
-    finish = process  # the last span's piece, at the end of the stream
+    def finish(self, speech: dict) -> dict:
+        """The last span's piece, at the end of the stream, and every line still in Whisper."""
+        out = self.process(speech)
+        out["transcript"] += self._done(wait=True)
+        return out
+
+    def _transcribe(self, piece: dict) -> tuple[list[dict], float]:
+        t0 = time.perf_counter()
+        lines = [s.to_dict() for s in self.asr.transcribe(piece["audio"], piece["offset"])]
+        return lines, time.perf_counter() - t0
+
+    def _counted(self, done: tuple[list[dict], float]) -> list[dict]:
+        lines, seconds = done
+        self.asr_seconds += seconds
+        return lines
+
+    def _done(self, wait: bool) -> list[dict]:
+        """The lines of the background pieces that are done (all of them with `wait`), oldest first; a piece
+        behind one still running waits its turn, so lines keep their order."""
+        out: list[dict] = []
+        while self._pending and (wait or self._pending[0].done()):
+            out += self._counted(self._pending.popleft().result())
+        return out
 
     def timings(self) -> dict[str, float]:
         """Seconds spent so far in Whisper."""
         return {"asr_s": self.asr_seconds}
+
+
+def whisper_thread() -> ThreadPoolExecutor:
+    """The process's one thread for background transcription: Whisper runs one piece at a time, whatever the
+    number of streams, as the transcribe node's turns do (`hosts.py`)."""
+    return shared(("whisper-thread",), lambda: ThreadPoolExecutor(1, thread_name_prefix="whisper"))

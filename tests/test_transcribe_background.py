@@ -1,0 +1,101 @@
+"""Live seconds do not wait for Whisper: with `asr_background` (what `graph.node_config` sets for a live source) the
+transcribe stage hands a second on at once and its lines join a later second, the same lines in the same order
+as transcribing in line; `finish` waits for the rest. Real Whisper (tiny.en) on espeak-ng speech."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from models.audio.asr import make_recognizer
+from pipelines.stages.config import StageConfig
+from pipelines.stages.speech import TranscribeStage
+
+
+class HeldWhisper:
+    """The real recognizer, held back until `go` is set: a transcription that takes as long as the test says."""
+
+    def __init__(self, recognizer):
+        self.recognizer, self.go, self.calls = recognizer, threading.Event(), 0
+
+    def transcribe(self, audio, offset):
+        assert self.go.wait(60), "never released"
+        self.calls += 1
+        return self.recognizer.transcribe(audio, offset)
+
+
+@pytest.fixture(scope="module")
+def whisper():
+    return make_recognizer("tiny.en")
+
+
+@pytest.fixture(scope="module")
+def pieces():
+    from training.media.synth import speak
+
+    return [{"audio": speak("The phone is ringing in the kitchen."), "offset": 3.0},
+            {"audio": speak("Please check the front door before you leave."), "offset": 9.0}]
+
+
+def second(index: int, pieces: list[dict]) -> dict:
+    return {"index": index, "speech_prob": 0.9, "spans": [], "vad": True, "open_since": None, "pieces": pieces}
+
+
+def test_a_live_second_does_not_wait_for_whisper_and_the_lines_come_later_in_order(whisper, pieces):
+    inline = TranscribeStage(StageConfig(), recognizer=whisper)
+    expected = inline.process(second(8, pieces))["transcript"]
+    assert [line["start"] for line in expected] == sorted(line["start"] for line in expected) and len(expected) >= 2
+
+    held = HeldWhisper(whisper)
+    stage = TranscribeStage(StageConfig(asr_background=True), recognizer=held)
+    t0 = time.perf_counter()
+    out = stage.process(second(8, pieces))
+    assert out["transcript"] == [] and held.calls == 0  # handed on while Whisper has not even started
+    assert out["index"] == 8 and out["speech_prob"] == 0.9
+    assert stage.process(second(9, []))["transcript"] == []
+    assert time.perf_counter() - t0 < 1.0
+    held.go.set()
+    later: list[dict] = []
+    deadline = time.time() + 60
+    index = 10
+    while len(later) < len(expected) and time.time() < deadline:
+        later += stage.process(second(index, []))["transcript"]
+        index += 1
+        time.sleep(0.05)
+    assert later == expected  # the same lines, in order, each once
+    assert stage.finish(second(index, []))["transcript"] == []
+    assert stage.timings()["asr_s"] > 0
+
+
+def test_finish_waits_for_every_line_still_in_whisper(whisper, pieces):
+    held = HeldWhisper(whisper)
+    stage = TranscribeStage(StageConfig(asr_background=True), recognizer=held)
+    assert stage.process(second(8, pieces[:1]))["transcript"] == []
+    threading.Timer(0.5, held.go.set).start()
+    final = stage.finish(second(12, pieces[1:]))  # the last span's piece comes with the end of the stream
+    inline = TranscribeStage(StageConfig(), recognizer=whisper)
+    assert final["transcript"] == inline.process(second(8, pieces))["transcript"]
+
+
+def test_a_new_source_drops_the_last_ones_lines(whisper, pieces):
+    held = HeldWhisper(whisper)
+    stage = TranscribeStage(StageConfig(asr_background=True), recognizer=held)
+    stage.process(second(8, pieces[:1]))
+    stage.reset()
+    held.go.set()
+    assert stage.finish(second(1, []))["transcript"] == []
+
+
+def test_only_a_live_source_transcribes_in_the_background():
+    from pipelines import AnalyzeOptions
+    from pipelines.spine import graph
+
+    options = AnalyzeOptions()
+    transcribe = next(n for n in graph.nodes(options) if n.name == "transcribe")
+    visual = next(n for n in graph.nodes(options) if n.name == "visual")
+    assert graph.node_config(transcribe, options, live=True).asr_background
+    assert not graph.node_config(transcribe, options).asr_background
+    assert not graph.node_config(visual, options, live=True).asr_background
+    assert not options.stages.asr_background  # the options themselves are left as they were
