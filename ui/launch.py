@@ -31,12 +31,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# Streamlit sends a large message once and later only its hash, which the browser looks up in a cache it ages by
+# script runs; the live view reruns every second, and a hash that outran its message stopped the page with
+# "Connection error ... Cached ForwardMsg MISS" (a known Streamlit race; CI's review-feed test met it). No message
+# is that large here (pictures go as media URLs), so every message is sent whole.
+NO_MESSAGE_CACHE = "1e18"
+
+
 def streamlit_command(args: argparse.Namespace) -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
             "--server.address", args.host, "--server.port", str(args.port),
             "--server.maxUploadSize", str(args.max_upload_mb), "--browser.gatherUsageStats", "false",
             "--server.fileWatcherType", "none", "--global.developmentMode", "false",
-            "--client.toolbarMode", "minimal"]
+            "--client.toolbarMode", "minimal", "--global.minCachedMessageSize", NO_MESSAGE_CACHE]
 
 
 def dashboard_main(argv: list[str]) -> int:
