@@ -26,7 +26,7 @@ def playable(events: list[dict], alerts: list[dict], moments: list[dict]) -> lis
     items += [("alert", float(a["time"]), str(a.get("rule") or a.get("severity") or "alert")) for a in alerts]
     latest = sorted(events, key=lambda e: -float(e["start"]))
     named = [("event", float(e["start"]), e.get("name") or human_label(e.get("label", "?"))) for e in latest]
-    items += list(dict.fromkeys(named))[:MAX_EVENTS]
+    items += list({moment_key(item): item for item in named}.values())[:MAX_EVENTS]  # the latest distinct ones
     unique = {moment_key(item): item for item in items}
     return sorted(unique.values(), key=lambda i: -i[1])
 
