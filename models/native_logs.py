@@ -15,11 +15,8 @@ import re
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TypeVar
-
-T = TypeVar("T")
 
 # LiteRT's "INFO: [file.cc:12] ..." / "WARNING: [file.cc:12] ...", TFLite's delegate notice, and absl's
 # "W0000 00:00:1796117143.036758    6131 file.cc:181] ..." lines of severity INFO or WARNING.
@@ -83,17 +80,3 @@ def quiet_native_logs() -> Iterator[None]:
         yield
     finally:
         _end()
-
-
-class QuietFirstCall:
-    """Runs a call inside `quiet_native_logs()` the first time only (a native graph logs on its first run)."""
-
-    def __init__(self) -> None:
-        self.done = False
-
-    def first(self, call: Callable[..., T], *args: object) -> T:
-        if self.done:
-            return call(*args)
-        self.done = True
-        with quiet_native_logs():
-            return call(*args)

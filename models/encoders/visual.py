@@ -32,7 +32,7 @@ from models.encoders.detectors import check_detector, make_detector
 from models.encoders.frame_stats import COLOR_BINS, THUMB, TROUBLES, FrameStats, MotionGate
 from models.encoders.visual_config import DEFAULT_POSE, VisualConfig, check_pose
 from models.encoders.weights import mediapipe_task
-from models.native_logs import QuietFirstCall, quiet_native_logs
+from models.native_logs import quiet_native_logs
 
 # Pose landmark indices used for posture and body centre: shoulders, hips, knees (left, right), per pose model.
 JOINTS = {"mediapipe": (11, 12, 23, 24, 25, 26), "movenet-multipose": (5, 6, 11, 12, 13, 14)}  # 33 / COCO's 17
@@ -110,7 +110,6 @@ class PoseTracker:
                 running_mode=vision.RunningMode.VIDEO, num_poses=num_poses)
             with quiet_native_logs():
                 self.landmarker = vision.PoseLandmarker.create_from_options(options)
-        self._quiet = QuietFirstCall()  # the first inference logs a memory-alignment warning
         _close_at_exit(self)
         self.reset()
 
@@ -172,7 +171,8 @@ class PoseTracker:
         if self.movenet is not None:
             return [[_Point(*lm) for lm in p["landmarks"]] for p in self.movenet.poses(frame)[: self.num_poses]]
         image = self._mp.Image(image_format=self._mp.ImageFormat.SRGB, data=np.ascontiguousarray(frame))
-        return self._quiet.first(self.landmarker.detect_for_video, image, ms).pose_landmarks
+        with quiet_native_logs():  # LiteRT may warn of an unaligned input tensor on any call, not only the first
+            return self.landmarker.detect_for_video(image, ms).pose_landmarks
 
     def close(self) -> None:
         if self.landmarker is not None:
@@ -193,14 +193,15 @@ class FaceCounter:
             running_mode=vision.RunningMode.IMAGE, num_faces=num_faces)
         with quiet_native_logs():
             self.landmarker = vision.FaceLandmarker.create_from_options(options)
-        self._quiet = QuietFirstCall()  # the first inference logs a memory-alignment warning
         _close_at_exit(self)
 
     def detect(self, rgb: np.ndarray) -> list[dict]:
         h, w = rgb.shape[:2]
         image = self._mp.Image(image_format=self._mp.ImageFormat.SRGB, data=np.ascontiguousarray(rgb))
         faces = []
-        for lms in self._quiet.first(self.landmarker.detect, image).face_landmarks:
+        with quiet_native_logs():  # LiteRT may warn of an unaligned input tensor on any call
+            found = self.landmarker.detect(image).face_landmarks
+        for lms in found:
             xs, ys = [lm.x * w for lm in lms], [lm.y * h for lm in lms]
             faces.append({"box": [round(max(0.0, min(xs)), 1), round(max(0.0, min(ys)), 1),
                                   round(min(float(w), max(xs)), 1), round(min(float(h), max(ys)), 1)]})
