@@ -1,5 +1,6 @@
-"""The motion gate: on a still camera the detector, faces and pose look only every few seconds and whenever
-something moves, and every second reports what looking at every second reports."""
+"""The motion gate: on a still camera the detector, faces and pose look when something moves, and at the
+keep-alive only if the picture changed since they last looked; every second reports what looking at every
+second reports."""
 
 from __future__ import annotations
 
@@ -49,16 +50,34 @@ def _run(seconds: dict, gate: float | None) -> tuple[VisualAnalyzer, list[dict],
     return analyzer, rows, looked, sorted(set(detected))
 
 
-def test_a_still_camera_is_looked_at_every_5_s_and_whenever_someone_walks_by(still_seconds):
+def test_a_still_camera_is_looked_at_only_when_someone_walks_by(still_seconds):
     gated, gated_rows, looked, gated_detected = _run(still_seconds, 0.002)
     full, full_rows, every, full_detected = _run(still_seconds, None)
     assert every == list(range(20)) and full.skipped == 0
-    assert looked[:2] == [0, 5], looked  # the first second, then the keep-alive
+    assert looked[:2] == [0, WALK_S], looked  # the first second; the same picture at 5 s is not looked at again
     assert set(range(WALK_S, WALK_S + 5)) <= set(looked), looked  # each second the person is on screen
-    assert len(looked) <= 10 and gated.skipped == 20 - len(looked), looked
+    assert max(looked) <= WALK_S + 6 and gated.skipped == 20 - len(looked), looked  # then the still photo again
     assert any(r["objects"].get("person") for r in full_rows)  # the walker is seen at all
     assert gated_rows == full_rows  # nothing the full rate finds is lost
     assert full_detected == every and gated_detected == looked  # the detector ran on exactly the looked-at seconds
+
+
+def test_a_change_too_small_to_count_as_motion_is_looked_at_by_the_keepalive(still_seconds):
+    """A far-off thing appearing (a 12-pixel square: 0.05% of the picture, under the 0.2% that counts as motion)
+    is seen at the next keep-alive; the unchanged picture after it is not looked at again."""
+    analyzer = VisualAnalyzer(VisualConfig(motion_gate=0.002, keepalive_s=5.0))
+    looked = []
+    for s in range(16):
+        frames = [f.copy() for _, f in still_seconds[0]]
+        if s >= 2:
+            for f in frames:
+                f[100:112, 300:312] = 255
+        before = analyzer.looked
+        analyzer.analyze(frames, [s + 0.0, s + 0.5])
+        if analyzer.looked > before:
+            looked.append(s)
+    assert analyzer.gate.moved_share > 12 * 12 / (640 * 480)
+    assert looked == [0, 5], looked
 
 
 def test_a_batch_across_streams_skips_a_still_stream_and_reset_looks_again(still_seconds):

@@ -163,7 +163,7 @@ def add_analysis_flags(p: argparse.ArgumentParser) -> None:
                        help=f"{what}: {', '.join(names)} (default {default}; docs/perception.md)")
     p.add_argument("--motion-gate", type=unit_interval, default=StageConfig.motion_gate, metavar="SHARE",
                    help="models look again when this share of the picture moves, else every "
-                        f"{StageConfig.keepalive_s:g} s (0: every second)")
+                        f"{StageConfig.keepalive_s:g} s if anything in it changed (0: every second)")
     p.add_argument("--events", choices=["auto", "union", "prefm", "tags"], default=StageConfig.events_model,
                    help="event output: union (PreFM's LLP events for the classes it was trained on, AudioSet/COCO tag "
                         "events for the rest), prefm (PreFM only), tags (taggers only); auto: union if PreFM is shipped")

@@ -41,7 +41,8 @@ class EmbeddedEncoder:
         if v.pose and v.pose_model != "mediapipe":  # the pose part too: MediaPipe's caches keep their version
             self.version += f"|pose-{v.pose_model}"
         if v.motion_gate is not None:
-            self.version += f"|gate{v.motion_gate:g}x{v.keepalive_s:g}"
+            # "c": the keep-alive looks only at a picture that changed since the last look (session 26)
+            self.version += f"|gate{v.motion_gate:g}x{v.keepalive_s:g}c"
 
     def reset(self) -> None:
         for part in (self.audio, self.visual):

@@ -76,7 +76,7 @@ class FrameStats:
             trouble = "frozen"
         elif sharpness < self.config.blur_level:
             trouble = "blurred"
-        return {"motion": round(float(np.mean(motions)) if motions else 0.0, 4), "scene_cut": cut,
+        return {"motion": round(float(np.mean(motions)) if motions else 0.0, 4), "scene_cut": cut, "grey": grey,
                 "moved": max(moved) if moved else 1.0,  # the first frame of a source: everything is new
                 "camera_trouble": trouble, "brightness": round(brightness, 1), "contrast": round(contrast, 1),
                 "sharpness": round(sharpness, 3), "colour_hist": hist, "thumb": cv2.resize(
@@ -88,8 +88,11 @@ class MotionGate:
 
     Frigate's rule: a still camera is looked at only when something moves. A second runs the models when more
     than `moved_share` of the small picture moved between any two of its frames (the previous second's last
-    frame included), at a scene cut, on a source's first second, and at least every `keepalive_s` seconds, so
-    a parked car or a sleeping person is still seen. `moved_share=None` runs them on every second."""
+    frame included), at a scene cut and on a source's first second. Every `keepalive_s` seconds they look again
+    if anything in the small picture changed since they last looked (a change too slow or too small to count
+    as motion: a parked car arriving by inches, a far-off person), so it is still seen; a picture the same as
+    the one they last looked at would give the same findings, and is not looked at again. `moved_share=None`
+    runs them on every second."""
 
     def __init__(self, moved_share: float | None, keepalive_s: float):
         self.moved_share, self.keepalive_s = moved_share, keepalive_s
@@ -97,11 +100,20 @@ class MotionGate:
 
     def reset(self) -> None:
         self._last_run_t: float | None = None
+        self._last_grey: np.ndarray | None = None  # the small grey picture the models last looked at
+
+    def _changed_since_last_run(self, grey: np.ndarray | None) -> bool:
+        last = self._last_grey
+        if grey is None or last is None or last.shape != grey.shape:
+            return True
+        return bool((np.abs(grey - last) > MOVED_LEVEL).any())
 
     def runs(self, stats: dict, t: float) -> bool:
         """True when this second (its last frame at `t`) must run the models; remembers it as the last run."""
+        grey = stats.get("grey")
         if (self.moved_share is None or self._last_run_t is None or stats["scene_cut"]
-                or stats["moved"] > self.moved_share or not 0 <= t - self._last_run_t < self.keepalive_s):
-            self._last_run_t = t
+                or stats["moved"] > self.moved_share
+                or (not 0 <= t - self._last_run_t < self.keepalive_s and self._changed_since_last_run(grey))):
+            self._last_run_t, self._last_grey = t, grey
             return True
         return False

@@ -39,4 +39,4 @@ class VisualConfig:
     detect_every_frame: bool = False  # tracking: the detector on every sampled frame, not only the middle one
     track_floor: float | None = None  # tracking: the tracker's frames keep boxes down to this score (None: as usual)
     motion_gate: float | None = 0.002  # share of the picture that must move for the models to look again (None: always)
-    keepalive_s: float = 5.0  # on a still picture the models still look this often
+    keepalive_s: float = 5.0  # on a still picture the models look this often, if anything changed since they last did

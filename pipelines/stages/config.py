@@ -54,7 +54,8 @@ class StageConfig:
     visual_min_score: float = 0.4
     visual_prompt: str | None = None  # a camera's fitted visual prompt (.npz, training/methods/acavp)
     # Motion gate (models/encoders/frame_stats.MotionGate): the detector, faces and pose look at a second when
-    # this share of the picture moved, and every `keepalive_s` on a still one; None looks at every second.
+    # this share of the picture moved, and every `keepalive_s` on a still one if anything in it changed since they
+    # last looked; None looks at every second.
     motion_gate: float | None = 0.002
     keepalive_s: float = 5.0
     # Text on screen (PP-OCRv4, pipelines/stages/ocr.py): read changed key frames, at most one reading every
