@@ -66,3 +66,26 @@ def test_pose_tracker_on_movenet_gives_people_with_postures_and_the_pose_flag_re
     assert analysis_options(plain).stages.pose == "movenet-multipose"  # the default
     with pytest.raises(BadInput, match="--pose: unknown pose model 'openpose'.*movenet-multipose"):
         analysis_options(parse_args(parser, ["analyze", "clip.mp4", "--pose", "openpose"], parser.config_targets, env={}))
+
+
+def test_streams_share_one_movenet_session_and_keep_their_own_people():
+    """Each stream's tracker holds its identities; the graph (about 50 MB of ONNX Runtime session) is loaded once
+    per process. Two streams run side by side on two threads give what each gives alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from models.encoders.visual import PoseTracker
+
+    astronaut = np.ascontiguousarray(data.astronaut())
+    empty = np.zeros_like(astronaut)
+    one, two, alone = (PoseTracker(model="movenet-multipose") for _ in range(3))
+    assert one.movenet is two.movenet is alone.movenet
+
+    def run(tracker, frames):
+        return [tracker.track([f], [t]) for t, f in enumerate(frames)]
+
+    seen_alone = run(alone, [astronaut, astronaut, empty, astronaut] * 3)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(run, one, [astronaut, astronaut, empty, astronaut] * 3)
+        second = pool.submit(run, two, [empty] * 12)
+        assert first.result() == seen_alone and second.result() == [[]] * 12
+    assert [p["id"] for p in first.result()[0]] == [0] and len(two._tracks) == 0

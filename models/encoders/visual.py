@@ -102,8 +102,11 @@ class PoseTracker:
         self.movenet = self.landmarker = None
         if model == "movenet-multipose":
             from models.encoders.movenet import MovenetPoses
+            from models.shared import shared
 
-            self.movenet = MovenetPoses()
+            # One ONNX Runtime session per process (stateless, and safe to run from several threads): each
+            # stream's tracker keeps only its own identities, not another 50 MB copy of the graph
+            self.movenet = shared(("pose", model), MovenetPoses)
         else:
             options = vision.PoseLandmarkerOptions(
                 base_options=vision.BaseOptions(model_asset_path=str(mediapipe_task("pose_landmarker_full.task"))),
