@@ -12,7 +12,8 @@ sampled every 2 s. The last line is JSON:
 - `p95_s_one_stream`: the p95 latency of the one-stream run;
 - `cpu_cores_per_stream` (and `..._one_stream`): CPU seconds of every pipeline process (this driver and its Ray
   processes) / wall seconds / streams, over the N-stream (one-stream) run; a warm-up stream loads the models
-  first, so start-up is not in it.
+  first, so start-up is not in it. The sampler's own reading of /proc (every 2 s, each process's threads; it runs
+  in this driver) is the instrument's cost, not the pipeline's: it is printed apart and left out of the totals.
 
 `--scene moving` (default) is the long benchmark clip (pictures panning all the time, speech and sounds);
 `--scene static` is a still camera (a real photo) that a person crosses once a minute, in silence
@@ -112,12 +113,21 @@ class Sampler:
         self.cpu_last: dict[int, float] = {}
         self.names: dict[int, str] = {}  # pid -> process name
         self.threads: dict[tuple[int, int], list] = {}  # (pid, tid) -> [thread name, CPU s first seen, last seen]
+        self.own_s = 0.0  # CPU seconds this sampler spent reading /proc: the instrument's, not the pipeline's
+        self._tid: int | None = None  # the sampling thread (in the driver's process)
         self.started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
+        t0 = time.thread_time()
+        try:
+            self._read()
+        finally:
+            self.own_s += time.thread_time() - t0
+
+    def _read(self) -> None:
         by_pid: dict[int, float] = {}
         total, parts = pipeline_rss(by_pid)
         for proc in [psutil.Process(), *(psutil.Process(pid) for pid in by_pid if psutil.pid_exists(pid))]:
@@ -140,12 +150,15 @@ class Sampler:
         self.samples.append(total)
 
     def _run(self, every_s: float) -> None:
+        self._tid = threading.get_native_id()
         while not self._stop.wait(every_s):
             self._sample()
 
     def cpu_cores(self) -> float:
-        """CPU seconds of the pipeline's processes since the sampler started, per wall second."""
-        return sum(self.cpu_last[p] - self.cpu_first[p] for p in self.cpu_last) / (time.monotonic() - self.started)
+        """CPU seconds of the pipeline's processes since the sampler started, per wall second (less the sampler's
+        own reading of /proc, which runs in the driver's process)."""
+        spent = sum(self.cpu_last[p] - self.cpu_first[p] for p in self.cpu_last) - self.own_s
+        return spent / (time.monotonic() - self.started)
 
     def stop(self) -> list[float]:
         self._stop.set()
@@ -156,11 +169,15 @@ class Sampler:
         cores = {}
         for pid in self.cpu_last:
             name = self.hosts.get(pid) or self.names.get(pid, "?")
-            cores[name] = cores.get(name, 0.0) + (self.cpu_last[pid] - self.cpu_first[pid]) / wall
+            own = self.own_s if pid == os.getpid() else 0.0
+            cores[name] = cores.get(name, 0.0) + (self.cpu_last[pid] - self.cpu_first[pid] - own) / wall
+        print(f"the sampler's own reading of /proc (not counted above or in the totals): {self.own_s / wall:.3f} cores")
         print("CPU cores by process: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(cores.items(), key=lambda kv: -kv[1])
                                                  if v >= 0.001))
         by_thread: dict[str, float] = {}
-        for (pid, _), (thread, first, last) in self.threads.items():
+        for (pid, tid), (thread, first, last) in self.threads.items():
+            if tid == self._tid:
+                continue
             key = f"{self.hosts.get(pid) or self.names.get(pid, '?')}/{thread}"
             by_thread[key] = by_thread.get(key, 0.0) + (last - first) / wall
         print("CPU cores by thread (process/thread, the 12 largest): " + ", ".join(
