@@ -23,6 +23,7 @@ import psutil
 import ray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._report import save_json  # noqa: E402
 from pipelines.spine.runtime import ensure_ray  # noqa: E402
 from pipelines.stages.config import StageConfig  # noqa: E402
 
@@ -94,9 +95,7 @@ def main() -> None:
         print(f"{mode}: {row['median']:.2f} ms of CPU each (rounds: {', '.join(f'{v:.2f}' for v in row['ms_cpu_each'])})")
     out = {"calls": args.calls, "rounds": args.rounds, "modes": rows}
     print(json.dumps(out))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    save_json(out, args.json)
 
 
 if __name__ == "__main__":

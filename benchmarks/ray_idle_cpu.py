@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks._report import save_json
+
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = r"""
@@ -116,9 +118,7 @@ def main() -> None:
     summary = {"actors": args.actors, "seconds": args.seconds, "settings": settings, "total_median": round(statistics.median(totals), 4),
                "per_actor_median": round(statistics.median(per_actor), 4), "rounds": rounds}
     print(json.dumps({k: v for k, v in summary.items() if k != "rounds"}))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(summary, indent=1) + "\n")
+    save_json(summary, args.json)
 
 
 if __name__ == "__main__":

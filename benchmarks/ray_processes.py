@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks._report import save_json
+
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = r"""
@@ -81,8 +83,7 @@ def main() -> None:
     print(f"default / opt-in resident: {lean / base:.2f}")
     for proc in runs["FORESIGHT_RAY_DASHBOARD=1"][0]["procs"]:
         print(f"  opt-in: {label(proc):<40} {proc['mb']} MB")
-    if args.json:
-        args.json.write_text(json.dumps(runs, indent=1) + "\n")
+    save_json(runs, args.json)
 
 
 if __name__ == "__main__":

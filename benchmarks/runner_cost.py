@@ -27,6 +27,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks._report import save_json  # noqa: E402
 from benchmarks.multistream import NOT_PIPELINE, scene_clip  # noqa: E402
 from training.media.loopback import RtspServer  # noqa: E402
 
@@ -103,9 +104,7 @@ def main() -> None:
                                                 2)} for runner in RUNNERS}
     out = {"scene": args.scene, "seconds": args.seconds, "skip": args.skip, "runs": runs, "summary": summary}
     print(json.dumps(out))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    save_json(out, args.json)
 
 
 if __name__ == "__main__":

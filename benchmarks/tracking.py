@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._report import save_json
+
 METRICS = ("num_frames", "num_objects", "mota", "idf1", "num_switches", "precision", "recall",
            "num_false_positives", "num_misses", "mostly_tracked", "num_unique_objects")
 SAMPLE_S = 0.25  # the tracker's default 4 samples a second
@@ -227,9 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         report["command"] = "python -m benchmarks.tracking " + " ".join(argv if argv is not None else sys.argv[1:])
         print(table(report))
-        if a.json:
-            a.json.parent.mkdir(parents=True, exist_ok=True)
-            a.json.write_text(json.dumps(report, indent=1) + "\n")
+        save_json(report, a.json)
     return 0
 
 
