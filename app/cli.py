@@ -79,6 +79,10 @@ def cmd_analyze(args) -> int:
     from app.summary import render_summary
 
     options = analysis_options(args)
+    runner = choose_runner(args.runner, spec)
+    if runner == "inline" and spec.live and options.budget is not None:  # (a file is not real-time: no budget)
+        raise BadInput("--latency-budget needs the Ray runner (--runner ray, the default for a live source): "
+                       "the threads runner keeps every frame")
     options.reconnect.retry_before_data = args.retry
     options.detect_source = detect.uri if detect is not None else None
     if args.record:
@@ -91,7 +95,7 @@ def cmd_analyze(args) -> int:
     mode = args.progress
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() and not args.quiet else "none"
-    if choose_runner(args.runner, spec) == "inline":
+    if runner == "inline":
         from app.progress import FileProgress
         from pipelines import analyze_inline
 
