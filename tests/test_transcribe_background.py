@@ -99,3 +99,19 @@ def test_only_a_live_source_transcribes_in_the_background():
     assert not graph.node_config(transcribe, options).asr_background
     assert not graph.node_config(visual, options, live=True).asr_background
     assert not options.stages.asr_background  # the options themselves are left as they were
+
+
+def test_the_threads_runner_builds_a_live_sources_transcribe_stage_for_the_background_and_a_files_not():
+    """`--runner inline` on a camera transcribes behind the seconds as the Ray runner does; its stage cache does not
+    hand a file the live source's stage, or the other way round."""
+    from pipelines import AnalyzeOptions
+    from pipelines.spine import graph
+    from pipelines.spine.inline import StageCache
+
+    options = AnalyzeOptions()
+    transcribe = next(n for n in graph.nodes(options) if n.name == "transcribe")
+    cache = StageCache()
+    live = cache.get(transcribe, options, live=True)
+    assert live.config.asr_background and cache.get(transcribe, options, live=True) is live
+    file = cache.get(transcribe, options)
+    assert file is not live and not file.config.asr_background

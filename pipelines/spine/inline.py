@@ -38,22 +38,23 @@ IN_FLIGHT = 32  # seconds in the graph at once: more than a speech span, so Whis
 
 class StageCache:
     """Stages with a `reset()` (speech, audio, visual, safety) keep their loaded models between the sources a
-    worker process analyzes under one configuration; they are reset for each new source. The others are
-    built fresh per source. Safe to call from the nodes' threads at once."""
+    worker process analyzes under one configuration (and one kind of source: live or not, `graph.node_config`);
+    they are reset for each new source. The others are built fresh per source. Safe to call from the nodes'
+    threads at once."""
 
     def __init__(self) -> None:
-        self.config: StageConfig | None = None
+        self.config: tuple[StageConfig, bool] | None = None
         self.stages: dict[str, object] = {}
         self._lock = threading.Lock()
 
-    def get(self, node: graph.Node, options: AnalyzeOptions):
+    def get(self, node: graph.Node, options: AnalyzeOptions, live: bool = False):
         with self._lock:
-            if options.stages != self.config:
+            if (options.stages, live) != self.config:
                 self.stages.clear()
-                self.config = replace(options.stages)
+                self.config = (replace(options.stages), live)
             stage = self.stages.get(node.name)
         if stage is None:
-            stage = graph.build_stage(node, graph.node_config(node, options))
+            stage = graph.build_stage(node, graph.node_config(node, options, live))
             if not hasattr(stage, "reset"):
                 return stage
             with self._lock:
@@ -106,7 +107,7 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     clock = graph.StageClock()
 
     def build(node: graph.Node):
-        stage = cache.get(node, options)
+        stage = cache.get(node, options, spec.live)
         pin_threads()  # again once a stage has loaded its libraries (torch, CTranslate2): threadpoolctl sees them
         clock.begin(node.name, stage)
         return stage
