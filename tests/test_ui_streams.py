@@ -309,9 +309,12 @@ def playing_video(b, before: list[str], what: str) -> None:
     b.js(f"{fresh}.at(-1).scrollIntoView({{block: 'center'}})")
     b.wait_for(f"{fresh}.some(v => v.readyState >= 3)", 60, what)  # loaded and put at its start time
     b.js(f"window.seenAt = new Map({fresh}.map(v => [v.src, v.currentTime]))")
+    # ... and keep looking at it: the live view's reruns add lines above it, and Chromium starts a muted autoplay
+    # only while the player is in view (nothing here calls play())
+    look = f"({fresh}.at(-1)?.scrollIntoView({{block: 'center'}}), true)"
     try:
-        b.wait_for(f"{fresh}.some(v => !v.paused && v.muted && v.currentTime > (window.seenAt.get(v.src) ?? 0) + 1)",
-                   60, what + " playing")
+        b.wait_for(f"{look} && {fresh}.some(v => !v.paused && v.muted && "
+                   "v.currentTime > (window.seenAt.get(v.src) ?? 0) + 1)", 60, what + " playing")
     except TimeoutError:
         states = b.js("[...document.querySelectorAll('video')].map(v => ({src: v.src.slice(-12), paused: v.paused, "
                       "muted: v.muted, t: v.currentTime, ready: v.readyState, ended: v.ended, "
