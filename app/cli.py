@@ -39,16 +39,14 @@ def _graceful_stop():
     return stop
 
 
-def choose_runner(runner: str, spec) -> str:
-    """`inline` (this process: no Ray start-up, the nodes on threads) for a file when no cluster is named;
-    `ray` (the actor spine) for live sources, which need its backpressure and latency budget, and wherever
-    `RAY_ADDRESS` names a cluster."""
+def choose_runner(runner: str) -> str:
+    """`inline` (this process: no Ray start-up, the nodes on threads) for the one source a command analyzes,
+    a file or a camera, unless `RAY_ADDRESS` names a cluster: then `ray` (the actor spine). Both runners give a
+    live source the same backpressure and latency budget; the threads runner costs one camera about half the CPU
+    and memory (no Ray processes: docs/performance.md)."""
     if runner != "auto":
         return runner
-    from pipelines.media.sources import SourceKind
-
-    local_file = spec.kind is SourceKind.FILE and not spec.live
-    return "inline" if local_file and not os.environ.get("RAY_ADDRESS") else "ray"
+    return "ray" if os.environ.get("RAY_ADDRESS") else "inline"
 
 
 def cmd_analyze(args) -> int:
@@ -73,16 +71,15 @@ def cmd_analyze(args) -> int:
 
         info = media_within(Path(spec.uri), args.max_duration, "--max-duration")
         if not info.has_video and (args.zone or args.line or args.track):
-            raise BadInput(f"{args.source}: has no picture, and tracking, zones and lines need one")
+            from pipelines.stages.config import no_picture
+
+            raise BadInput(no_picture(args.source))
 
     from app.services.settings import analysis_options
     from app.summary import render_summary
 
     options = analysis_options(args)
-    runner = choose_runner(args.runner, spec)
-    if runner == "inline" and spec.live and options.budget is not None:  # (a file is not real-time: no budget)
-        raise BadInput("--latency-budget needs the Ray runner (--runner ray, the default for a live source): "
-                       "the threads runner keeps every frame")
+    runner = choose_runner(args.runner)
     options.reconnect.retry_before_data = args.retry
     options.detect_source = detect.uri if detect is not None else None
     if args.record:
@@ -95,17 +92,17 @@ def cmd_analyze(args) -> int:
     mode = args.progress
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() and not args.quiet else "none"
-    if runner == "inline":
-        from app.progress import FileProgress
-        from pipelines import analyze_inline
+    from app.progress import Progress
 
-        with FileProgress(mode) as shown:
+    with Progress(mode) as shown:
+        if runner == "inline":
+            from pipelines import analyze_inline
+
             result = analyze_inline(args.source, options, progress=shown.update, stop_event=stop)
-    else:
-        from pipelines import analyze
+        else:
+            from pipelines import analyze
 
-        result = analyze(args.source, options, show_progress={"bar": True, "plain": "plain", "none": False}[mode],
-                         stop_event=stop, source_checked=True)
+            result = analyze(args.source, options, progress=shown.update, stop_event=stop, source_checked=True)
     if args.out:
         from pipelines.sinks.exporters import write_json
         try:
@@ -235,8 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", choices=["auto", "bar", "plain", "none"], default="auto",
                    help="progress display on stderr: a bar on terminals, 'plain' lines for logs (default auto)")
     p.add_argument("--runner", choices=["auto", "inline", "ray"], default="auto",
-                   help="where the stages run: 'inline' in this process (threads), 'ray' on Ray actors; 'auto' "
-                        "(default): inline for a file, Ray for live sources or when RAY_ADDRESS is set")
+                   help="where the stages run: 'inline' in this process (threads), 'ray' on Ray actors (a crashed "
+                        "stage restarts; a cluster); 'auto' (default): inline, Ray when RAY_ADDRESS is set")
     p.add_argument("--strict-webhooks", action="store_true",
                    help="exit with status 2 when a webhook delivery failed (default: a warning on stderr)")
     p.add_argument("-q", "--quiet", action="store_true")

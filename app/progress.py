@@ -1,7 +1,8 @@
-"""Progress of an in-process analysis on stderr: a bar on terminals, `plain` lines for logs, or nothing.
+"""Progress of an analysis on stderr: a bar on terminals, `plain` lines for logs, or nothing.
 
-The Ray runner reports position and stream health itself (`pipelines/spine/pipeline.py`); a file analyzed in
-this process reports only the fraction done, which is all a file of known length needs.
+Both runners report the same thing after each second (`Pipeline.progress` on Ray, `analyze_inline`'s
+`progress`): the position in seconds, the duration (None for a live source) and the ingest statistics. A file of
+known length shows the percentage done; a live source its position, health and dropped frames.
 """
 
 from __future__ import annotations
@@ -9,33 +10,57 @@ from __future__ import annotations
 import sys
 
 
-class FileProgress:
-    """`update(fraction)` after each second; use as a context manager so the bar is cleared at the end."""
+class Progress:
+    """`update(progress)` after each second; use as a context manager so the bar is cleared at the end."""
 
     def __init__(self, mode: str):
         if mode not in ("bar", "plain", "none"):
             raise ValueError(f"progress mode {mode!r}")
         self.mode = mode
         self._bar = None
-        self._last = -1
+        self._last = ""
 
-    def __enter__(self) -> FileProgress:
-        if self.mode == "bar":
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=100, unit="%", desc="analyzing", file=sys.stderr, leave=False,
-                             bar_format="{l_bar}{bar}| {n:.0f}% [{elapsed}<{remaining}]")
+    def __enter__(self) -> Progress:
         return self
 
-    def update(self, fraction: float) -> None:
-        percent = int(round(100 * min(max(fraction, 0.0), 1.0)))
-        if self._bar is not None:
-            self._bar.n = percent
-            self._bar.refresh()
-        elif self.mode == "plain" and percent // 10 != self._last // 10:
-            print(f"progress: {percent} %", file=sys.stderr, flush=True)
-        self._last = percent
+    def update(self, progress: dict) -> None:
+        if self.mode == "none":
+            return
+        duration = progress.get("duration")
+        line = _percent(progress["position"], duration) if duration else _live(progress)
+        if self.mode == "plain":
+            if line != self._last:
+                print(f"progress: {line}", file=sys.stderr, flush=True)
+            self._last = line
+            return
+        self._draw(progress, duration)
+
+    def _draw(self, progress: dict, duration: float | None) -> None:
+        from tqdm import tqdm
+
+        if self._bar is None:
+            self._bar = (tqdm(total=100, unit="%", desc="analyzing", file=sys.stderr, leave=False,
+                              bar_format="{l_bar}{bar}| {n:.0f}% [{elapsed}<{remaining}]") if duration else
+                         tqdm(total=None, unit="s", desc="analyzing", file=sys.stderr, leave=False))
+        if duration:
+            self._bar.n = int(round(100 * min(max(progress["position"] / duration, 0.0), 1.0)))
+        else:
+            stats = progress["stats"]
+            self._bar.n = round(progress["position"], 1)
+            self._bar.set_postfix_str(f"{stats['health']}, dropped {stats['frames_dropped']}", refresh=False)
+        self._bar.refresh()
 
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+def _percent(position: float, duration: float) -> str:
+    """Every tenth of a file: `50 %`."""
+    return f"{10 * int(10 * min(max(position / duration, 0.0), 1.0) + 1e-9)} %"
+
+
+def _live(progress: dict) -> str:
+    stats = progress["stats"]
+    return (f"{progress['position']:.0f} s, {stats['health']}, {stats['reconnects']} reconnects, "
+            f"{stats['frames_dropped']} frames dropped")

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from app.progress import Progress  # noqa: E402
 from benchmarks._media import long_clip  # noqa: E402
 from benchmarks.multistream import Sampler  # noqa: E402
 from pipelines import AnalyzeOptions, Pipeline  # noqa: E402
@@ -35,7 +36,8 @@ def main() -> None:
         sampler = Sampler()
         pipe = Pipeline(server.url, AnalyzeOptions(duration_s=args.seconds, rtsp_transport="udp"))
         t0 = time.time()
-        result = pipe.wait(show_progress=True)
+        with Progress("bar") as shown:
+            result = pipe.wait(shown.update)
         lat = np.array(pipe.latencies())
         pipe.close()
         rss = sampler.stop()

@@ -140,11 +140,3 @@ def test_valid_header_over_garbage_is_refused_before_the_stack_starts(tmp_path, 
         fh.truncate(2 << 30)
     proc = run_cli("analyze", str(path), timeout=120)
     assert_clean_failure(proc, "mostly undecodable")
-
-
-def test_a_latency_budget_on_the_threads_runner_with_a_live_source_is_refused():
-    """The threads runner has no latency budget: a live camera asked for both is told so, not silently kept at
-    full rate (`--retry`: the camera is not contacted before the refusal)."""
-    url = f"rtsp://127.0.0.1:{free_port()}/cam"
-    proc = run_cli("analyze", url, "--retry", "--runner", "inline", "--latency-budget", "1", "--no-asr", timeout=60)
-    assert_clean_failure(proc, "--latency-budget needs the Ray runner")

@@ -1,4 +1,5 @@
-"""The opt-in latency budget of the live spine: frame thinning, the ingest hook, and the IngestActor wiring."""
+"""The opt-in latency budget of the live spine: frame thinning, the ingest hook, and its wiring on both runners
+(the IngestActor on Ray, the threads runner the CLI picks for one camera)."""
 
 from __future__ import annotations
 
@@ -175,3 +176,34 @@ def test_ingest_actor_applies_the_budget_on_the_ray_spine(tmp_path, ray_runtime)
     assert all(r.n_frames <= 2 for r in rows) and out["budget"]["observed"] >= 1
     assert sum(out["stats"]["degradation"]["seconds"].values()) == 5  # reported with the stream's statistics
     assert ray.get(ingest.progress.remote())["stats"]["degradation"] == out["stats"]["degradation"]
+
+
+@pytest.mark.slow
+def test_the_cli_runs_one_camera_on_the_threads_runner_with_its_latency_budget(rtsp_server, tmp_path):
+    """`foresight analyze URL` picks the threads runner (no Ray: the result has no Ray call timings), and the
+    budget decides every second, reports its level with the stream's statistics and feeds on the seconds'
+    latencies, as the IngestActor does on Ray; the seconds stream as `progress: N s, live` lines."""
+    import json
+
+    from tests.helpers.cli import run_cli
+
+    out = tmp_path / "r.json"
+    proc = run_cli("analyze", rtsp_server.url, "--rtsp-transport", "udp", "--duration", "6", "--latency-budget", "1",
+                   "--no-asr", "--progress", "plain", "-q", "--out", str(out), timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert "ray_call_s" not in result["timings"] and "ray_submit_s" not in result["timings"]["stages"]
+    emitted = result["ingest"]["segments_emitted"]
+    assert emitted >= 5 and sum(result["budget"]["decisions"].values()) == emitted
+    assert sum(result["ingest"]["degradation"]["seconds"].values()) == emitted
+    assert result["budget"]["observed"] >= emitted - 1  # each second's latency reached the controller
+    assert "progress: 1 s, live" in proc.stderr or "progress: 2 s, live" in proc.stderr, proc.stderr
+
+
+def test_the_cli_runs_inline_unless_a_cluster_is_named(monkeypatch):
+    from app.cli import choose_runner
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert choose_runner("auto") == "inline" and choose_runner("ray") == "ray"
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    assert choose_runner("auto") == "ray" and choose_runner("inline") == "inline"

@@ -71,7 +71,10 @@ def run_job(store: Store, job_id: str, path: str, options: AnalyzeOptions | None
     returned; exceptions propagate (see `outcome`)."""
     last = [0.0]
 
-    def progress(fraction: float) -> None:
+    def progress(done: dict) -> None:
+        if not done.get("duration"):  # a stream of unknown length has no fraction done
+            return
+        fraction = min(1.0, done["position"] / done["duration"])
         now = time.monotonic()
         if now - last[0] >= 0.5 or fraction >= 1.0:
             last[0] = now

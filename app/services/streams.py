@@ -23,6 +23,7 @@ from pipelines.media.policy import GENERIC_REFUSAL, SourcePolicy, SourceRefused
 from pipelines.media.redact import redact
 from pipelines.media.sources import SourceKind, SourceSpec, parse_source
 from pipelines.sinks.store import Store
+from pipelines.stages.config import no_picture
 
 TERMINAL = ("ended", "stopped", "failed")
 MAX_WATCHES, MAX_WATCH_CHARS = 20, 200
@@ -268,7 +269,7 @@ class StreamManager:
         except Exception:  # not connected yet (a late camera): the tracker simply gets no frames
             return
         if info is not None and not info.get("has_video"):
-            stream.refused = f"{stream.source} has no picture, and tracking, zones and lines need one"
+            stream.refused = no_picture(stream.source)
             stream.pipeline.stop()
 
     def _watch(self, stream: LiveStream) -> None:

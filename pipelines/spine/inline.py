@@ -1,4 +1,4 @@
-"""The stage graph inline, in the calling process: the CLI on files, batch tasks, API jobs, the dashboard, tests.
+"""The stage graph inline, in the calling process: the CLI on a file or one camera, batch tasks, API jobs, tests.
 
 Same graph, same stages, same sink as the Ray runner (`actors.py`), so both give identical results. Each node
 runs on its own worker thread (`NodeThreads`), as each has its own actor on Ray: a node takes its seconds in
@@ -6,6 +6,10 @@ order, one at a time, and starts a second as soon as its inputs are ready, so vi
 speech and audio work on the next. The heavy parts (decoding, the detector, pose, Whisper, YAMNet) release
 the GIL, so the nodes share the cores. Stages are built on their own threads too: the safety stage's imports
 overlap the first seconds' analysis.
+
+A live source gets what the Ray runner's ingest actor gives it: at most `LIVE_IN_FLIGHT` seconds in the graph
+(a slow graph makes the reader drop its oldest seconds, counted, instead of falling behind the camera), the
+opt-in latency budget (`budget.BudgetHook`), and a tracked camera with no picture ends once it connects.
 """
 
 from __future__ import annotations
@@ -19,13 +23,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from models.errors import BadInput
 from pipelines.media.detect_source import make_reader, parse_detect_source
 from pipelines.media.sources import parse_source
 from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
 from pipelines.spine.options import AnalyzeOptions
 from pipelines.spine.threads import pin_threads
-from pipelines.stages.config import StageConfig
+from pipelines.stages.config import StageConfig, no_picture
 from pipelines.stages.grounding import checkpoint_path
 from pipelines.stages.parser import prefm_checkpoint
 from pipelines.stages.record import Second
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
     from pipelines.sinks.store import Store
 
 IN_FLIGHT = 32  # seconds in the graph at once: more than a speech span, so Whisper's turn stalls no node; memory stays small
+LIVE_IN_FLIGHT = 4  # a live source: as the Ray ingest's `max_inflight` (Whisper runs behind the seconds there)
 
 
 class StageCache:
@@ -86,11 +92,12 @@ class NodeThreads:
 
 
 def analyze_inline(source: str, options: AnalyzeOptions | None = None,
-                   progress: Callable[[float], None] | None = None, cache: StageCache = PROCESS_CACHE,
+                   progress: Callable[[dict], None] | None = None, cache: StageCache = PROCESS_CACHE,
                    stop_event: threading.Event | None = None, job: tuple[str, Store] | None = None) -> dict:
     """Analyze `source` in this process and return the result dict.
 
-    `progress`, if given, is called after each second with the fraction done (files of known duration).
+    `progress`, if given, is called after each second with what `Pipeline.progress` gives on Ray: `position`
+    (seconds analysed), `duration` (None for a live source or an unknown length) and the ingest `stats`.
     Setting `stop_event` (e.g. from a SIGINT handler) ends the source early; the seconds read so far are kept.
     `job`, `(job_id, store)`: the review feed's cards go to that store as they come (the rows come with the
     result the caller saves).
@@ -119,6 +126,8 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
                          duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,
                          open_timeout_s=options.open_timeout_s, record=options.record,
                          decode_video=graph.reads_frames(options)).start()
+    budget = live_budget(options, spec.live, reader)
+    in_flight = LIVE_IN_FLIGHT if spec.live else IN_FLIGHT
 
     def call(node: graph.Node, method: str, args: list) -> Future:
         return threads.submit(node.name, lambda *a: clock.call(node.name, stages[node.name].result(), method,
@@ -132,18 +141,29 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
         while pending and (len(pending) > keep or pending[0][1].done()):
             end, record = pending.popleft()
             sink.write(record.result())
-            if progress is not None and reader.info is not None and reader.info.duration_s:
-                progress(min(1.0, end / reader.info.duration_s))
+            if progress is not None:
+                info = reader.info
+                progress({"position": float(end), "duration": None if spec.live or info is None else info.duration_s,
+                          "stats": reader.stats.to_dict()})
 
     try:
+        if options.stages.track and spec.live:
+            refuse_without_picture(reader, spec.name)
         last_end = 0.0
         while (seg := reader.get()) is not None:
-            if stop_event is not None and stop_event.is_set():
-                stopped_at = last_end  # the seconds already in the graph still finish; the reader's later ones
-                break  # are not analyzed, and the result says so
-            pending.append((seg.end, graph.step(nodes, call, seg, Second.of(seg))))
+            if stop_event is not None and stop_event.is_set() and spec.live:
+                reader.stop()  # a camera ends as on Ray: the reader closes its last second and the seconds it
+            elif stop_event is not None and stop_event.is_set():  # holds are analysed (its health: ended)
+                stopped_at = last_end  # a file: the seconds already in the graph still finish; the reader's later
+                break  # ones are not analyzed, and the result says so
+            if budget is not None:
+                seg = budget.apply(seg)
+            record = graph.step(nodes, call, seg, Second.of(seg))
+            if budget is not None:
+                budget.track(seg, record)
+            pending.append((seg.end, record))
             last_end = float(seg.end)
-            deliver(IN_FLIGHT)
+            deliver(in_flight)
         reader.stop()
         deliver(0)
         sink.write(graph.finish(nodes, call).result())
@@ -160,8 +180,30 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     node_id = ray_node_id()
     if node_id is not None:
         timings["node_id"] = node_id
-    return sink.result(info.duration_s if info else None, bool(info and info.has_audio),
-                       bool(info and info.has_video), time.perf_counter() - started, reader.stats.to_dict(), timings)
+    result = sink.result(info.duration_s if info and not spec.live else None, bool(info and info.has_audio),
+                         bool(info and info.has_video), time.perf_counter() - started, reader.stats.to_dict(), timings)
+    if budget is not None:
+        result["budget"] = budget.summary()
+    return result
+
+
+def live_budget(options: AnalyzeOptions, live: bool, reader):
+    """The latency budget's hook for a live source when one is asked for (files are not real time), reporting
+    its level in the reader's statistics as the Ray ingest does; else None."""
+    if options.budget is None or not live:
+        return None
+    from pipelines.spine.budget import BudgetHook
+
+    return BudgetHook(options.budget, options.sample_fps, stats=reader.stats)
+
+
+def refuse_without_picture(reader, name: str, timeout_s: float = 30.0) -> None:
+    """Tracking needs a picture, and a live source shows whether it has one only once it connects: end it with
+    the reason if it has none (a source not connected within `timeout_s` goes on, as on Ray)."""
+    info = reader.wait_info(timeout_s)
+    if info is not None and not info.has_video:
+        reader.stop()
+        raise BadInput(no_picture(name))
 
 
 def ray_node_id() -> str | None:

@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 from models.errors import BadInput
 from pipelines.media.detect_source import parse_detect_source
@@ -17,6 +17,7 @@ from pipelines.media.redact import redact
 from pipelines.media.sources import SourceSpec, parse_source
 from pipelines.spine import graph
 from pipelines.spine.options import AnalyzeOptions
+from pipelines.stages.config import no_picture
 from pipelines.stages.grounding import checkpoint_path
 from pipelines.stages.parser import prefm_checkpoint
 
@@ -129,27 +130,23 @@ class Pipeline:
         ready, _ = self._ray.wait([self.run_ref], timeout=timeout)
         return bool(ready)
 
-    def wait(self, show_progress: bool | str = False, stop_event: threading.Event | None = None) -> dict:
-        """Block until the stream ends; setting `stop_event` (e.g. from a SIGINT handler) ends a live source."""
+    def wait(self, progress: Callable[[dict], None] | None = None,
+             stop_event: threading.Event | None = None) -> dict:
+        """Block until the stream ends; `progress` gets `self.progress()` twice a second (`app.progress`), and
+        setting `stop_event` (e.g. from a SIGINT handler) ends a live source."""
         ray = self._ray
-        bar = None
-        last_line = ""
         stopping = False
         while not self.done(0.5):
             if stop_event is not None and stop_event.is_set() and not stopping:
                 self.stop()
                 stopping = True
-            if show_progress == "plain":
-                last_line = _plain_progress(last_line, self.progress())
-            elif show_progress:
-                bar = _update_bar(bar, self.progress(), self.spec.live)
+            if progress is not None:
+                prog = self.progress()
+                progress({**prog, "duration": None if self.spec.live else prog.get("duration")})
         try:
             out = ray.get(self.run_ref)
         except ray.exceptions.RayTaskError as exc:
             raise _unwrap(exc) from None
-        finally:
-            if bar is not None:
-                bar.close()
         info = out["info"] or {}
         wall = time.perf_counter() - self.started
         stats = out["stats"]
@@ -191,32 +188,7 @@ class Pipeline:
             pass
 
 
-def _plain_progress(last: str, prog: dict) -> str:
-    """One line per change on stderr, for logs and non-terminal consumers (`--progress plain`)."""
-    stats = prog["stats"]
-    line = (f"progress: {prog['position']:.0f} s, {stats['health']}, {stats['reconnects']} reconnects, "
-            f"{stats['frames_dropped']} frames dropped")
-    if line != last:
-        print(line, file=sys.stderr, flush=True)
-    return line
-
-
-def _update_bar(bar, prog: dict, live: bool):
-    from tqdm import tqdm
-
-    total = None if live else prog.get("duration")
-    if bar is None:
-        bar = tqdm(total=round(total, 1) if total else None, unit="s", desc="analyzing", file=sys.stderr,
-                   bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} s [{elapsed}<{remaining}]" if total else None,
-                   leave=False)
-    bar.n = round(prog["position"], 1) if total is None else min(round(prog["position"], 1), bar.total)
-    stats = prog["stats"]
-    bar.set_postfix_str(f"{stats['health']}, dropped {stats['frames_dropped']}", refresh=False)
-    bar.refresh()
-    return bar
-
-
-def analyze(source: str, options: AnalyzeOptions | None = None, show_progress: bool | str = False,
+def analyze(source: str, options: AnalyzeOptions | None = None, progress: Callable[[dict], None] | None = None,
             job_id: str | None = None, db_path: str | None = None,
             stop_event: threading.Event | None = None, source_checked: bool = False) -> dict:
     """Run `source` through the actor pipeline and return the result dict (`source_checked`: the caller has
@@ -227,7 +199,7 @@ def analyze(source: str, options: AnalyzeOptions | None = None, show_progress: b
             info = pipeline.info(timeout=30)
             if info is not None and not info.get("has_video"):
                 pipeline.stop()
-                raise BadInput(f"{redact(source)}: has no picture, and tracking, zones and lines need one")
-        return pipeline.wait(show_progress, stop_event)
+                raise BadInput(no_picture(redact(source)))
+        return pipeline.wait(progress, stop_event)
     finally:
         pipeline.close()

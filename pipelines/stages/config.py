@@ -27,6 +27,11 @@ def _yamnet_choice(model: str | None = None) -> str:
 TRACKERS = ("bytetrack", "ocsort", "cbiou", "botsort")
 
 
+def no_picture(source: str) -> str:
+    """Why tracking refuses `source` (a file, or a live source once it has connected)."""
+    return f"{source}: has no picture, and tracking, zones and lines need one"
+
+
 @dataclass
 class StageConfig:
     asr: bool = True
