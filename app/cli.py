@@ -95,14 +95,15 @@ def cmd_analyze(args) -> int:
     from app.progress import Progress
 
     with Progress(mode) as shown:
+        update = None if mode == "none" else shown.update  # (on Ray, each look at the progress is a call)
         if runner == "inline":
             from pipelines import analyze_inline
 
-            result = analyze_inline(args.source, options, progress=shown.update, stop_event=stop)
+            result = analyze_inline(args.source, options, progress=update, stop_event=stop)
         else:
             from pipelines import analyze
 
-            result = analyze(args.source, options, progress=shown.update, stop_event=stop, source_checked=True)
+            result = analyze(args.source, options, progress=update, stop_event=stop, source_checked=True)
     if args.out:
         from pipelines.sinks.exporters import write_json
         try:
