@@ -1,7 +1,8 @@
 """One live camera through `foresight analyze` on each runner: CPU and memory of the whole process tree.
 
 `multistream.py` measures the Ray path the server uses for many cameras (one ingest actor per stream, shared stage
-hosts). A single camera may also run on the threads runner (`--runner inline`), with no Ray process at all. This
+hosts). A single camera through the CLI runs on the threads runner (the default since session 27; `--runner
+inline`), with no Ray process at all, or on Ray with `--runner ray`. This
 serves one loopback RTSP stream (the static scene or the moving clip, as `multistream.py --scene`), runs the CLI
 on it for `--seconds` with each runner in turn (alternated, `--rounds` times), and reports CPU seconds of the CLI
 and every process under it (the RTSP server left out) per wall second over the window from `--skip` seconds
