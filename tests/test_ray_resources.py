@@ -23,3 +23,34 @@ def test_one_cpu_tasks_run_while_every_stage_host_lives(ray_runtime):
     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=60)
     assert len(ready) == len(refs), f"{len(refs) - len(ready)} task(s) not scheduled; free: {ray.available_resources()}"
     assert ray.get(ready) == ["ran"] * len(refs)
+
+
+def test_a_small_machine_runs_every_node_in_one_stage_host_and_a_bad_setting_is_refused(monkeypatch):
+    """FORESIGHT_STAGE_HOSTS: "auto" puts every node in one process on a local cluster of up to 2 CPUs (one Python
+    and Ray worker less) and keeps the declared hosts (the picture's models apart) on more CPUs or a named
+    cluster; "one" and "split" force either; anything else is one clear error."""
+    import pytest
+
+    from models.errors import BadInput
+    from pipelines.spine import graph, hosts
+
+    def processes() -> int:
+        return len({hosts.host_of(n) for n in graph.GRAPH})
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv(hosts.HOSTS_ENV, raising=False)
+    monkeypatch.setattr(hosts.os, "cpu_count", lambda: 2)
+    assert processes() == 1
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    assert processes() == 2
+    monkeypatch.delenv("RAY_ADDRESS")
+    monkeypatch.setattr(hosts.os, "cpu_count", lambda: 8)
+    assert processes() == 2 and {hosts.host_of(n) for n in graph.GRAPH if n.name == "visual"} == {"visual"}
+    monkeypatch.setenv(hosts.HOSTS_ENV, "one")
+    assert processes() == 1
+    monkeypatch.setenv(hosts.HOSTS_ENV, "split")
+    monkeypatch.setattr(hosts.os, "cpu_count", lambda: 2)
+    assert processes() == 2
+    monkeypatch.setenv(hosts.HOSTS_ENV, "three")
+    with pytest.raises(BadInput, match="FORESIGHT_STAGE_HOSTS must be one, split or auto"):
+        hosts.host_of(graph.GRAPH[0])

@@ -1,7 +1,8 @@
 """The shared stage hosts on Ray: a few processes, each holding some graph nodes for every stream of the driver.
 
 Each node names its host (`graph.Node.host`): the picture's models in one process, everything else in another,
-so a node costs its models and not another Python, Ray worker and set of libraries (about 100 MB a process).
+so a node costs its models and not another Python, Ray worker and set of libraries (about 100 MB a process). On a
+machine of up to 2 CPUs every node shares one process (`host_of`, FORESIGHT_STAGE_HOSTS).
 Inside a host each node keeps its own turns (`fair.FairTurns`): one call of a node at a time, each stream's
 calls in their order, the stream that has had the least of that node's time first, while the other nodes of
 the host run on other threads (their models release the GIL). A host keeps one stage object per (node, stream),
@@ -23,6 +24,7 @@ from collections import deque
 
 import ray
 
+from models.errors import BadInput
 from pipelines.spine import graph
 from pipelines.spine.fair import FairTurns
 from pipelines.spine.threads import pin_threads
@@ -200,6 +202,24 @@ def host_linger_s() -> float:
         return 30.0
 
 
+HOSTS_ENV = "FORESIGHT_STAGE_HOSTS"  # "one", "split" or "auto" (the default)
+ONE_HOST_MAX_CPUS = 2  # "auto": every node in one process on a local cluster of up to this many CPUs
+
+
+def host_of(node: graph.Node) -> str:
+    """The process `node` runs in: its declared host (`graph.Node.host`: the picture's models apart), or one
+    process for every node. One process saves a Python, a Ray worker and their libraries (0.19-0.23 GB) at the same
+    CPU and latency on 2 cores (docs/performance.md, session 27), so "auto" takes it for a local cluster of up to
+    `ONE_HOST_MAX_CPUS` CPUs; with more, or a cluster named by RAY_ADDRESS, the declared hosts share the GIL less."""
+    choice = os.environ.get(HOSTS_ENV, "auto").strip().lower() or "auto"
+    if choice not in ("one", "split", "auto"):
+        raise BadInput(f"{HOSTS_ENV} must be one, split or auto, not {choice!r}")
+    if choice == "auto":
+        local = not os.environ.get("RAY_ADDRESS")
+        choice = "one" if local and (os.cpu_count() or 1) <= ONE_HOST_MAX_CPUS else "split"
+    return "all" if choice == "one" else node.host
+
+
 def stage_hosts(nodes: list[graph.Node]) -> dict[str, NodeHandle]:
     """Each node's handle on its shared host (node name -> `NodeHandle`); the first pipeline that needs a host
     starts it with every graph node it hosts. Each call takes one use of the hosts, which `release_hosts` gives
@@ -214,7 +234,7 @@ def stage_hosts(nodes: list[graph.Node]) -> dict[str, NodeHandle]:
         for timer in _RELEASE:
             timer.cancel()
         _RELEASE.clear()
-        for host in dict.fromkeys(n.host for n in nodes):
+        for host in dict.fromkeys(host_of(n) for n in nodes):
             _USERS[host] = _USERS.get(host, 0) + 1
             name = HOST_PREFIX + host
             try:
@@ -223,16 +243,16 @@ def stage_hosts(nodes: list[graph.Node]) -> dict[str, NodeHandle]:
                     continue  # keep the creating handle: a handle from get_actor does not keep the actor alive
             except ValueError:  # none, or dead for good
                 pass
-            hosted = tuple(n for n in graph.GRAPH if n.host == host)
+            hosted = tuple(n for n in graph.GRAPH if host_of(n) == host)
             _HELD[host] = StageHost.options(name=name, get_if_exists=True).remote(hosted)
-        return {node.name: NodeHandle(_HELD[node.host], node.name) for node in nodes}
+        return {node.name: NodeHandle(_HELD[host_of(node)], node.name) for node in nodes}
 
 
 def release_hosts(nodes: list[graph.Node]) -> None:
     """Give back one use of the hosts of `nodes` (a pipeline closed); when none is used any more, end them all
     after `host_linger_s()` unless a pipeline takes them again meanwhile."""
     with _HELD_LOCK:
-        for host in dict.fromkeys(n.host for n in nodes):
+        for host in dict.fromkeys(host_of(n) for n in nodes):
             if _USERS.get(host, 0) > 0:
                 _USERS[host] -= 1
         if any(_USERS.values()) or not _HELD:
