@@ -151,11 +151,12 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
             refuse_without_picture(reader, spec.name)
         last_end = 0.0
         while (seg := reader.get()) is not None:
-            if stop_event is not None and stop_event.is_set() and spec.live:
-                reader.stop()  # a camera ends as on Ray: the reader closes its last second and the seconds it
-            elif stop_event is not None and stop_event.is_set():  # holds are analysed (its health: ended)
-                stopped_at = last_end  # a file: the seconds already in the graph still finish; the reader's later
-                break  # ones are not analyzed, and the result says so
+            if stop_event is not None and stop_event.is_set():
+                if not spec.live:  # a file: the seconds already in the graph still finish; the reader's later
+                    stopped_at = last_end  # ones are not analyzed, and the result says so
+                    break
+                reader.stop()  # a camera ends as on Ray: the reader closes its last second, and what it holds is
+                # analysed (its health: ended)
             if budget is not None:
                 seg = budget.apply(seg)
             record = graph.step(nodes, call, seg, Second.of(seg))
