@@ -27,7 +27,7 @@ class Progress:
         if self.mode == "none":
             return
         duration = progress.get("duration")
-        line = f"{10 * int(10 * _done(progress) + 1e-9)} %" if duration else _live(progress)  # every tenth
+        line = f"{10 * int(10 * share_done(progress) + 1e-9)} %" if duration else _live(progress)  # every tenth
         if self.mode == "plain":
             if line != self._last:
                 print(f"progress: {line}", file=sys.stderr, flush=True)
@@ -43,7 +43,7 @@ class Progress:
                               bar_format="{l_bar}{bar}| {n:.0f}% [{elapsed}<{remaining}]") if duration else
                          tqdm(total=None, unit="s", desc="analyzing", file=sys.stderr, leave=False))
         if duration:
-            self._bar.n = int(round(100 * _done(progress)))
+            self._bar.n = int(round(100 * share_done(progress)))
         else:
             stats = progress["stats"]
             self._bar.n = round(progress["position"], 1)
@@ -55,8 +55,10 @@ class Progress:
             self._bar.close()
 
 
-def _done(progress: dict) -> float:
-    """The share of a file of known length analysed so far, 0 to 1."""
+def share_done(progress: dict) -> float | None:
+    """The share of a source of known length analysed so far, 0 to 1; None for a camera or an unknown length."""
+    if not progress.get("duration"):
+        return None
     return min(max(progress["position"] / progress["duration"], 0.0), 1.0)
 
 

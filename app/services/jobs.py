@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from app.progress import share_done
 from app.services.disk import DiskHealth, no_space_reason
 from app.services.model_choice import check_models, with_models
 from models.errors import BadInput
@@ -72,9 +73,9 @@ def run_job(store: Store, job_id: str, path: str, options: AnalyzeOptions | None
     last = [0.0]
 
     def progress(done: dict) -> None:
-        if not done.get("duration"):  # a stream of unknown length has no fraction done
+        fraction = share_done(done)
+        if fraction is None:  # a stream of unknown length has no fraction done
             return
-        fraction = min(1.0, done["position"] / done["duration"])
         now = time.monotonic()
         if now - last[0] >= 0.5 or fraction >= 1.0:
             last[0] = now

@@ -93,7 +93,8 @@ class IngestActor:
         stats = self.reader.stats.to_dict()
         if counts:  # line crossings and zone events so far (/metrics)
             stats["tracking"] = counts
-        return {"position": self.position, "duration": info.duration_s if info else None, "stats": stats}
+        duration = info.duration_s if info and not self.reader.spec.live else None  # a camera has no end
+        return {"position": self.position, "duration": duration, "stats": stats}
 
     def stop(self) -> None:
         self.reader.stop()

@@ -141,8 +141,7 @@ class Pipeline:
                 self.stop()
                 stopping = True
             if progress is not None:
-                prog = self.progress()
-                progress({**prog, "duration": None if self.spec.live else prog.get("duration")})
+                progress(self.progress())
         try:
             out = ray.get(self.run_ref)
         except ray.exceptions.RayTaskError as exc:
