@@ -45,8 +45,26 @@ GRIDS = {
     "association": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.3,), "track_moved": (0.06,),
                     "track_buffer_s": (2.0, 4.0, 6.0), "track_match": (0.05, 0.1, 0.2, 0.3), "classes": ("moving",),
                     "track_min_hits": (1,), "track_confirm_score": (0.0,), "track_line_hits": (3,)},
+    # session 28 (round 4), after fixing the lost-track buffer's unit (tracking.make_tracker): one box per object
+    # before the tracker (`track_nms`, None: off), the gaps filled (`track_fill`), and ByteTrack's high threshold
+    # and buffer again, as duplicates no longer weigh on them
+    "round4": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.2, 0.25, 0.3, 0.4),
+               "track_moved": (0.06,), "track_buffer_s": (1.0, 2.0, 4.0), "track_match": (0.1,),
+               "classes": ("moving",), "track_min_hits": (1,), "track_confirm_score": (0.0,),
+               "track_line_hits": (3,), "track_fill": (False, True), "track_nms": (None, 0.4, 0.5, 0.6, 0.7)},
+    # round 4b: around round 4's best, with the matching IoU and line hysteresis again
+    "round4b": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.15, 0.2, 0.25),
+                "track_moved": (0.06,), "track_buffer_s": (0.5, 1.0, 1.5), "track_match": (0.1, 0.2, 0.3),
+                "classes": ("moving",), "track_min_hits": (1,), "track_confirm_score": (0.0,),
+                "track_line_hits": (1, 2, 3), "track_fill": (True,), "track_nms": (0.5, 0.6)},
+    # round 4c: final tracks seen fewer than `track_min_seen` times left out (a ghost of one or two samples)
+    "round4c": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.2,), "track_moved": (0.06,),
+                "track_buffer_s": (1.0,), "track_match": (0.2,), "classes": ("moving",), "track_min_hits": (1,),
+                "track_confirm_score": (0.0,), "track_line_hits": (1,), "track_fill": (True,), "track_nms": (0.5,),
+                "track_min_seen": (1, 2, 3, 4, 6)},
 }
 GRID = GRIDS["round2"]
+BEFORE_ROUND4 = {"track_nms": None, "track_fill": False, "track_min_seen": 1}  # what a grid that does not name them replays with
 CAPTURE_FLOOR = "0.1"  # the recorded boxes go down to this score; each setting's floor filters them
 
 
@@ -79,6 +97,7 @@ def replay(seconds: list[dict], truth: dict, setting: dict) -> tuple:
     from pipelines.stages.tracking import TrackStage
 
     cfg = options(truth["line"]).stages
+    setting = {**BEFORE_ROUND4, **setting}
     classes = MOVING if setting["classes"] == "moving" else ()
     cfg = replace(cfg, **{k: v for k, v in setting.items() if k != "classes"}, track_classes=classes)
     step = int(round(truth["fps"] / setting["track_fps"]))

@@ -70,30 +70,32 @@ def test_a_track_is_reported_once_a_detection_confirms_it():
 
 
 def test_a_two_frame_flash_gets_no_id_with_three_hits():
-    """`--track-min-hits 3`: a box seen on two frames in a row is never reported (by default it is: ByteTrack
-    gives a track its id on its second match); a walker seen on every frame is, as one track."""
+    """`--track-min-hits 3`: a box seen on two frames in a row is never reported (with `--track-min-seen 1` it
+    is: ByteTrack gives a track its id on its second match; by default a track is reported once seen twice with
+    its id, so not either); a walker seen on every frame is, as one track."""
     def boxes(t):
         x = 20 + 60 * t
         flash = [{"label": "person", "score": 0.9, "box": [500, 50, 560, 200]}] if t in (1.5, 1.75) else []
         return [{"label": "person", "score": 0.9, "box": [x, 250, x + 60, 420]}, *flash]
 
-    assert len(_run(_boxes_stage(0.0), boxes)[0]) == 2
-    (walker,) = _run(_boxes_stage(0.0, "--track-min-hits", "3"), boxes)[0]
-    assert walker["end"] == 5.75
+    assert len(_run(_boxes_stage(0.0, "--track-min-seen", "1"), boxes)[0]) == 2
+    for flags in (["--track-min-hits", "3", "--track-min-seen", "1"], []):
+        (walker,) = _run(_boxes_stage(0.0, *flags), boxes)[0]
+        assert walker["end"] == 5.75
 
 
 def test_line_hysteresis_counts_a_jittering_box_once():
-    """`--track-line-hits 3` (the default): a person who steps over the line and back twice before walking over
-    it for good counts one crossing; with 1 every step over the line counts."""
+    """`--track-line-hits 3`: a person who steps over the line and back twice before walking over it for good
+    counts one crossing; with 1 (the default since round 4) every step over the line counts."""
     xs = [260, 280, 300, 330, 310, 330, 310, 340, 360, 380, 400, 420] + [420] * 12  # the line is at x 320
 
     def person(t):
         x = xs[int(round(t * 4))]
-        return [{"label": "person", "score": 0.9, "box": [x - 30, 200, x + 30, 400]}]
+        return [{"label": "person", "score": 0.9, "box": [x - 50, 200, x + 50, 400]}]
 
-    every = _run(_boxes_stage(0.0, "--line", "door=0.5,0,0.5,1", "--track-line-hits", "1"), person)[1]
+    every = _run(_boxes_stage(0.0, "--line", "door=0.5,0,0.5,1"), person)[1]
     assert [c["direction"] for c in every] == ["right_to_left", "left_to_right"] * 2 + ["right_to_left"]
-    once = _run(_boxes_stage(0.0, "--line", "door=0.5,0,0.5,1"), person)[1]
+    once = _run(_boxes_stage(0.0, "--line", "door=0.5,0,0.5,1", "--track-line-hits", "3"), person)[1]
     assert [(c["direction"], c["time"]) for c in once] == [("right_to_left", 1.75)]  # the step over, at 1.75 s
 
 
@@ -119,6 +121,8 @@ def test_each_tracker_follows_two_walkers(tracker):
     (["--track-min-hits", "0"], "--track-min-hits"),
     (["--track-line-hits", "31"], "--track-line-hits"),
     (["--track-moved", "-0.1"], "--track-moved"),
+    (["--track-nms", "1.5"], "--track-nms"),
+    (["--track-min-seen", "0"], "--track-min-seen"),
     (["--track-classes", "car,unicorn"], "unicorn"),
 ])
 def test_bad_tracker_knobs_are_refused(argv, reason):
@@ -133,6 +137,10 @@ def test_tracker_knobs_reach_the_stage():
     s = _options("--track", "--track-min-hits", "2", "--track-confirm-score", "0.45", "--track-line-hits", "3").stages
     assert (s.track_min_hits, s.track_confirm_score, s.track_line_hits) == (2, 0.45, 3)
     assert _options("--track", "--tracker", "cbiou").stages.track_tracker == "cbiou"
+    s = _options("--track", "--track-nms", "0.45", "--no-track-fill", "--track-min-seen", "4").stages
+    assert (s.track_nms, s.track_fill, s.track_min_seen) == (0.45, False, 4)
+    s = _options("--track").stages
+    assert (s.track_nms, s.track_fill, s.track_min_seen) == (0.5, True, 2)
     with pytest.raises(SystemExit):  # argparse's choices: exit 2 with its one-line error
         _options("--track", "--tracker", "deepsort")
 
@@ -143,10 +151,11 @@ def test_round3_knobs_from_toml(tmp_path):
 
     config = tmp_path / "f.toml"
     config.write_text('[analysis]\nline = ["gate=0.5,0,0.5,1"]\ntrack-line-hits = 2\ntracker = "cbiou"\n'
-                      'track-min-hits = 3\ntrack-confirm-score = 0.5\n')
+                      'track-min-hits = 3\ntrack-confirm-score = 0.5\ntrack-nms = 0.7\nno-track-fill = true\n')
     parser = build_parser()
     s = analysis_options(parse_args(parser, ["analyze", "x.mp4", "--config", str(config)], parser.config_targets)).stages
     assert (s.track_line_hits, s.track_tracker, s.track_min_hits, s.track_confirm_score) == (2, "cbiou", 3, 0.5)
+    assert (s.track_nms, s.track_fill) == (0.7, False)
 
 
 @pytest.mark.slow

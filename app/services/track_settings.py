@@ -7,7 +7,8 @@ import math
 
 from models.errors import BadInput
 
-HITS = {"track_min_hits": "--track-min-hits", "track_line_hits": "--track-line-hits"}  # whole numbers, 1-30
+HITS = {"track_min_hits": "--track-min-hits", "track_line_hits": "--track-line-hits",
+        "track_min_seen": "--track-min-seen"}  # whole numbers, 1-30
 
 
 def add_tracking_flags(p) -> None:
@@ -32,8 +33,15 @@ def add_tracking_flags(p) -> None:
     p.add_argument("--track-confirm-score", type=float, metavar="S",
                    help="report a track once one of its detections has scored S (default 0: off)")
     p.add_argument("--track-line-hits", type=int, metavar="N",
-                   help="a line crossing counts once the track is seen N times in a row on the new side (default 3, "
+                   help="a line crossing counts once the track is seen N times in a row on the new side (default 1, "
                         "chosen on val: docs/tracking.md)")
+    p.add_argument("--track-nms", type=float, metavar="IOU",
+                   help="before the tracker, drop a box that overlaps a better one by this IoU whatever its label "
+                        "(people apart; default 0.5, chosen on val; 1: off)")
+    p.add_argument("--track-min-seen", type=int, metavar="N",
+                   help="report a track once it has been seen N times with its id (default 2: no one-sample ghosts)")
+    p.add_argument("--no-track-fill", action="store_true",
+                   help="do not fill a track's path between two of its sightings (filled by default)")
     p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",
                    help="a polygon zone, corners normalised 0-1 (repeatable): zone_enter / zone_exit / loiter")
     p.add_argument("--line", action="append", metavar="NAME=x1,y1,x2,y2",
@@ -65,7 +73,9 @@ def tracking_options(args, opts) -> None:
             if not 1 <= value <= 30:
                 raise BadInput(f"{flag} must be a whole number in [1, 30]")
             knobs[name] = value
-    for name in ("track_min_score", "track_moved", "track_confirm_score"):
+    if getattr(args, "no_track_fill", False):
+        knobs["track_fill"] = False
+    for name in ("track_min_score", "track_moved", "track_confirm_score", "track_nms"):
         value = getattr(args, name, None)
         if value is not None:
             if not 0 <= value <= 1:

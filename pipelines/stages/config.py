@@ -107,17 +107,25 @@ class StageConfig:
     # and only for `track_classes` (empty: every class). Round 3 (docs/tracking.md): ByteTrack gives a track
     # an id after `track_min_hits` sightings in a row (at least 2 in `trackers` 2.6.1: a first box gets none);
     # a track is reported once one of its detections has scored `track_confirm_score` (0: off); a line crossing
-    # counts once the track is seen `track_line_hits` times in a row on the new side (1: at once; 3 was chosen
-    # on the 30-clip val set).
+    # counts once the track is seen `track_line_hits` times in a row on the new side (1: at once). Round 4
+    # (session 28): before ByteTrack, a box overlapping a better-scored one by IoU `track_nms` or more is dropped
+    # whatever its label (people apart: tracking.TrackStage._update; None: off), and the final tracks' paths get
+    # the samples missed between two sightings (`track_fill`, tracking.filled_path), and a track is reported once
+    # seen `track_min_seen` times (its sightings held till then); `track_high`, `track_buffer_s`,
+    # `track_match` and `track_line_hits` were chosen again with them (round 3's: 0.3, 2 s, 0.1 and 3; its buffer
+    # was given to `trackers` in the wrong unit and kept a lost track about 0.3 s).
     track_min_score: float | None = 0.1
-    track_high: float | None = 0.3
-    track_buffer_s: float = 2.0  # 4 s in round 2; 2 s chosen on val30 in round 3
-    track_match: float = 0.1
+    track_high: float | None = 0.2
+    track_buffer_s: float = 1.0
+    track_match: float = 0.2
     track_moved: float = 0.06
     track_classes: tuple = MOVING_CLASSES
     track_min_hits: int = 1
     track_confirm_score: float = 0.0
-    track_line_hits: int = 3
+    track_line_hits: int = 1
+    track_nms: float | None = 0.5
+    track_min_seen: int = 2  # a track is reported once seen this often with its id (a one-sample ghost is not)
+    track_fill: bool = True
     track_tracker: str = "bytetrack"  # TRACKERS: which `trackers` 2.6.1 tracker (tracking.make_tracker)
 
     def __post_init__(self) -> None:

@@ -87,10 +87,10 @@ class TrackStage:
 
     def _confirmed(self, frame: dict, tid: int, label: str, score: float, box: list[float]) -> bool:
         """Whether track `tid` is reported: once its box centre has moved `track_moved` (share of the picture)
-        from where it was first seen and one of its detections has scored `track_confirm_score`, it is for good
-        (an object that moved and then parks stays); until then its sightings are held (at most `HELD` of them)
-        and reported with it once confirmed. People need not move (`STILL_REPORTED`): a person lying still from
-        the first frame must reach the safety monitor."""
+        from where it was first seen, one of its detections has scored `track_confirm_score` and it has been seen
+        `track_min_seen` times, it is for good (an object that moved and then parks stays); until then its
+        sightings are held (at most `HELD` of them) and reported with it once confirmed. People need not move
+        (`STILL_REPORTED`): a person lying still from the first frame must reach the safety monitor."""
         if tid in self._moved:
             return True
         c = self.config
@@ -99,7 +99,8 @@ class TrackStage:
         first = self._first.setdefault(tid, centre)
         moved = (c.track_moved <= 0 or label in STILL_REPORTED
                  or max(abs(centre[0] - first[0]), abs(centre[1] - first[1])) >= c.track_moved)
-        if moved and peak >= c.track_confirm_score:
+        seen = len(self._held.get(tid, ())) + 1 >= c.track_min_seen
+        if moved and seen and peak >= c.track_confirm_score:
             self._moved.add(tid)
             self._first.pop(tid, None)
             self._peak.pop(tid, None)
@@ -115,9 +116,15 @@ class TrackStage:
         floor, classes = self._floor(), self.config.track_classes
         dets = [d for d in frame["detections"] if d["score"] >= floor and (not classes or d["label"] in classes)]
         xyxy = np.array([d["box"] for d in dets], np.float32).reshape(-1, 4)
+        # class_id: people apart from everything else, for the overlap rule below (the trackers ignore it)
         detections = sv.Detections(xyxy=xyxy, confidence=np.array([d["score"] for d in dets], np.float32),
-                                   class_id=np.zeros(len(dets), int),
+                                   class_id=np.array([d["label"] == "person" for d in dets], int),
                                    data={"label": np.array([d["label"] for d in dets], dtype=object)})
+        if self.config.track_nms is not None and len(detections):
+            # The detector suppresses overlaps per class only, so one cow may come as a "cow" and a "horse" box (or
+            # two "cow" boxes just under its own overlap): the tracker would follow both. One box per object,
+            # whatever its label; but a person riding a bicycle or a horse keeps both boxes.
+            detections = detections.with_nms(threshold=self.config.track_nms)
         out = self.tracker.update(detections)
         found = []
         for i in range(len(out)):
@@ -175,9 +182,33 @@ class TrackStage:
                                            "dwell_s": round(t - self._inside[key], 3)})
 
     def finish(self, record: Second) -> Second:
-        record.tracks = [{k: v for k, v in tr.items() if not k.startswith("_")}
-                         for tr in sorted(self.tracks.values(), key=lambda tr: tr["start"])]
+        c = self.config
+        step = max(1.0 / (c.track_fps or 4.0), PATH_STEP_S)
+        record.tracks = []
+        for tr in sorted(self.tracks.values(), key=lambda tr: tr["start"]):
+            track = {k: v for k, v in tr.items() if not k.startswith("_")}
+            if c.track_fill:
+                track["path"], track["filled"] = filled_path(tr["path"], step, c.track_buffer_s)
+            record.tracks.append(track)
         return record
+
+
+def filled_path(path: list[list[float]], step_s: float, max_gap_s: float) -> tuple[list[list[float]], int]:
+    """A track's path with the samples it missed between two of its own sightings filled in, one box every
+    `step_s` on the straight line between them, where the gap is at most `max_gap_s` (the tracker's lost-track
+    buffer): the detector lost the object there, but the tracker found it again under the same id, so it was
+    there all along (ByteTrack's own offline step). Returns (path, points added)."""
+    out: list[list[float]] = []
+    for point in path:
+        if out:
+            gap = point[0] - out[-1][0]
+            missed = int(round(gap / step_s)) - 1
+            if 0 < missed and gap <= max_gap_s + step_s / 2:
+                a, b = np.asarray(out[-1]), np.asarray(point)
+                for k in range(1, missed + 1):
+                    out.append([round(float(v), 4) for v in a + (b - a) * k / (missed + 1)])
+        out.append(point)
+    return out, len(out) - len(path)
 
 
 def make_tracker(c: StageConfig, floor: float):
@@ -189,7 +220,9 @@ def make_tracker(c: StageConfig, floor: float):
 
     fps = max(c.track_fps or 4.0, 1.0)
     high = max(c.track_high if c.track_high is not None else floor, floor)
-    common = {"frame_rate": fps, "lost_track_buffer": max(1, int(round(c.track_buffer_s * fps))),
+    # `trackers` counts the lost-track buffer in frames at 30 fps, whatever `frame_rate` is (before session 28 it
+    # was given frames at `fps`: the "2 s" kept a lost track 0.27 s)
+    common = {"frame_rate": fps, "lost_track_buffer": max(1, int(round(c.track_buffer_s * 30))),
               "minimum_consecutive_frames": max(1, int(c.track_min_hits)), "high_conf_det_threshold": high}
     if c.track_tracker == "ocsort":
         return trackers.OCSORTTracker(**common, minimum_iou_threshold=c.track_match)
