@@ -57,7 +57,7 @@ GRIDS = {
                 "track_moved": (0.06,), "track_buffer_s": (0.5, 1.0, 1.5), "track_match": (0.1, 0.2, 0.3),
                 "classes": ("moving",), "track_min_hits": (1,), "track_confirm_score": (0.0,),
                 "track_line_hits": (1, 2, 3), "track_fill": (True,), "track_nms": (0.5, 0.6)},
-    # round 4c: final tracks seen fewer than `track_min_seen` times left out (a ghost of one or two samples)
+    # round 4c: a track reported only once seen `track_min_seen` times with its id (no ghost of one sample)
     "round4c": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.2,), "track_moved": (0.06,),
                 "track_buffer_s": (1.0,), "track_match": (0.2,), "classes": ("moving",), "track_min_hits": (1,),
                 "track_confirm_score": (0.0,), "track_line_hits": (1,), "track_fill": (True,), "track_nms": (0.5,),
