@@ -106,8 +106,10 @@ def enable_tracking(opts, zones: tuple, lines: tuple, track_fps: float | None = 
     sampled frame, and at least `track_fps` (default 4) frames a second are sampled."""
     from dataclasses import replace
 
+    from pipelines.stages.config import DEFAULT_TRACK_FPS
+
     s = opts.stages
-    opts.stages = replace(s, track=True, track_fps=track_fps or s.track_fps or 4.0, zones=tuple(zones),
+    opts.stages = replace(s, track=True, track_fps=track_fps or s.track_fps or DEFAULT_TRACK_FPS, zones=tuple(zones),
                           lines=tuple(lines), loiter_s=loiter_s or s.loiter_s)
     opts.sample_fps = max(opts.sample_fps, opts.stages.track_fps)
     opts.grounding = replace(opts.grounding, zones=tuple(z.name for z in zones))  # watches may name a zone

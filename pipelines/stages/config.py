@@ -11,6 +11,7 @@ from models.encoders.visual_config import DEFAULT_POSE
 # zones and over lines (`--track-classes` changes it; the tracking set's cut-outs are drawn from the same list).
 MOVING_CLASSES = ("person", "bicycle", "car", "motorcycle", "bus", "truck", "dog", "horse", "sheep", "cow",
                   "elephant", "bear", "zebra", "giraffe", "cat")
+DEFAULT_TRACK_FPS = 4.0  # detections a second the tracker gets unless --track-fps says otherwise
 
 # (tag_threshold, tag_top_k, tag_min_s) per YAMNet model, each chosen by `training.corpus.calibrate_tags` on the
 # clips outside the test split: w8a8 on corpus v3 (docs/results/tag_calibration.json), float on corpus v4
@@ -95,7 +96,7 @@ class StageConfig:
     camera: str = "camera"
     # Tracking (pipelines/stages/tracking.py): on with --track, or when zones or lines are given.
     track: bool = False
-    track_fps: float | None = None  # detections a second the tracker gets; None: 4
+    track_fps: float | None = None  # detections a second the tracker gets; None: DEFAULT_TRACK_FPS
     zones: tuple = ()  # models.zones.ZoneSpec
     lines: tuple = ()  # models.zones.LineSpec
     loiter_s: float = 30.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipelines.stages.config import StageConfig
+from pipelines.stages.config import DEFAULT_TRACK_FPS, StageConfig
 from pipelines.stages.crossings import LineCounter
 from pipelines.stages.record import Second
 
@@ -183,7 +183,7 @@ class TrackStage:
 
     def finish(self, record: Second) -> Second:
         c = self.config
-        step = max(1.0 / (c.track_fps or 4.0), PATH_STEP_S)
+        step = max(1.0 / tracker_fps(c), PATH_STEP_S)
         record.tracks = []
         for tr in sorted(self.tracks.values(), key=lambda tr: tr["start"]):
             track = {k: v for k, v in tr.items() if not k.startswith("_")}
@@ -211,6 +211,11 @@ def filled_path(path: list[list[float]], step_s: float, max_gap_s: float) -> tup
     return out, len(out) - len(path)
 
 
+def tracker_fps(c: StageConfig) -> float:
+    """Detections a second the tracker gets (`--track-fps`, else the default), at least 1."""
+    return max(c.track_fps or DEFAULT_TRACK_FPS, 1.0)
+
+
 def make_tracker(c: StageConfig, floor: float):
     """The `trackers` 2.6.1 tracker named by `track_tracker` with the stage's knobs: ByteTrack (the default),
     OC-SORT, C-BIoU (buffered IoU, for large steps between samples) or BoT-SORT without camera-motion
@@ -218,7 +223,7 @@ def make_tracker(c: StageConfig, floor: float):
     except ByteTrack's and OC-SORT's matching IoU (`track_match`)."""
     import trackers
 
-    fps = max(c.track_fps or 4.0, 1.0)
+    fps = tracker_fps(c)
     high = max(c.track_high if c.track_high is not None else floor, floor)
     # `trackers` counts the lost-track buffer in frames at 30 fps, whatever `frame_rate` is (before session 28 it
     # was given frames at `fps`: the "2 s" kept a lost track 0.27 s)
