@@ -62,14 +62,26 @@ GRIDS = {
                 "track_buffer_s": (1.0,), "track_match": (0.2,), "classes": ("moving",), "track_min_hits": (1,),
                 "track_confirm_score": (0.0,), "track_line_hits": (1,), "track_fill": (True,), "track_nms": (0.5,),
                 "track_min_seen": (1, 2, 3, 4, 6)},
+    # session 29 (round 5), with each track's boxes before its id found again (tracking.TrackStage._backtrack):
+    # lower floors (captured with --capture-floor 0.02) for ByteTrack's second association and the walk back
+    "round5": {"track_fps": (4.0,), "track_min_score": (0.02, 0.05, 0.1), "track_high": (0.2, 0.3),
+               "track_moved": (0.06,), "track_buffer_s": (1.0, 2.0), "track_match": (0.2, 0.3),
+               "classes": ("moving",), "track_min_hits": (1,), "track_confirm_score": (0.0,),
+               "track_line_hits": (1,), "track_fill": (True,), "track_nms": (0.5,), "track_min_seen": (2, 3)},
+    # round 5b: around round 5's best
+    "round5b": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.15, 0.2, 0.25),
+                "track_moved": (0.06,), "track_buffer_s": (0.75, 1.0, 1.5), "track_match": (0.15, 0.2, 0.25),
+                "classes": ("moving",), "track_min_hits": (1,), "track_confirm_score": (0.0,),
+                "track_line_hits": (1,), "track_fill": (True,), "track_nms": (0.5,), "track_min_seen": (2, 3, 4)},
 }
 GRID = GRIDS["round2"]
 BEFORE_ROUND4 = {"track_nms": None, "track_fill": False, "track_min_seen": 1}  # what a grid that does not name them replays with
-CAPTURE_FLOOR = "0.1"  # the recorded boxes go down to this score; each setting's floor filters them
+CAPTURE_FLOOR = "0.1"  # the recorded boxes go down to this score (--capture-floor); each setting's floor filters them
 
 
-def capture(clip: Path, line: str, detector: str) -> list[dict]:
-    """Each second the tracking stage was given on `clip` (12 samples a second, `detector`): [{index, frames}]."""
+def capture(clip: Path, line: str, detector: str, floor: str = CAPTURE_FLOOR) -> list[dict]:
+    """Each second the tracking stage was given on `clip` (12 samples a second, `detector`, boxes down to
+    `floor`): [{index, frames}]."""
     from pipelines.stages.tracking import TrackStage
 
     seconds: list[dict] = []
@@ -84,7 +96,7 @@ def capture(clip: Path, line: str, detector: str) -> list[dict]:
     try:
         from pipelines import analyze_inline
 
-        opts = options(line, ["--track-fps", "12", "--detector", detector, "--track-min-score", CAPTURE_FLOOR])
+        opts = options(line, ["--track-fps", "12", "--detector", detector, "--track-min-score", floor])
         analyze_inline(str(clip), opts)
     finally:
         TrackStage.process = real
@@ -109,23 +121,27 @@ def replay(seconds: list[dict], truth: dict, setting: dict) -> tuple:
     return accumulate(truth, stage.finish(Second.closing()).tracks), line_errors(truth, crossings)
 
 
-def sweep(root: Path, split: str, cache: Path, detectors: tuple[str, ...], grid: dict = GRID) -> list[dict]:
+def sweep(root: Path, split: str, cache: Path, detectors: tuple[str, ...], grid: dict = GRID,
+          floor: str = CAPTURE_FLOOR) -> list[dict]:
     truths = [json.loads(p.read_text()) for p in sorted((root / "truth").glob(f"{split}*.json"))]
     names = [Path(t["clip"]).stem for t in truths]
     rows = []
     for detector in detectors:
         recorded = []
         for truth, name in zip(truths, names, strict=True):
-            path = cache / detector / f"{name}.json"
+            folder = detector if floor == CAPTURE_FLOOR else f"{detector}@{floor}"  # round 2-4's caches: no suffix
+            path = cache / folder / f"{name}.json"
             if not path.exists():
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(capture(root / truth["clip"], truth["line"], detector)))
+                path.write_text(json.dumps(capture(root / truth["clip"], truth["line"], detector, floor)))
                 print(f"captured {detector} {name}", file=sys.stderr, flush=True)
             recorded.append(json.loads(path.read_text()))
         for values in itertools.product(*grid.values()):
             setting = dict(zip(grid, values, strict=True))
             if setting["track_high"] is not None and setting["track_high"] <= setting["track_min_score"]:
                 continue
+            if setting["track_min_score"] < float(floor):
+                raise SystemExit(f"--capture-floor {floor} is above the grid's floor {setting['track_min_score']}")
             results = [replay(sec, truth, setting) for sec, truth in zip(recorded, truths, strict=True)]
             overall = mot_summary([a for a, _ in results], names)["OVERALL"]
             rows.append({"detector": detector, **setting, **overall,
@@ -141,10 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=Path("data/trackcache"), help="recorded detections (JSON)")
     p.add_argument("--detector", action="append", choices=DETECTORS, help="default: all three")
     p.add_argument("--grid", choices=tuple(GRIDS), default="round2", help="the settings swept (default round2)")
+    p.add_argument("--capture-floor", default=CAPTURE_FLOOR, metavar="SCORE",
+                   help=f"the lowest box score recorded (default {CAPTURE_FLOOR}); a grid may not go below it")
     p.add_argument("--json", type=Path, metavar="PATH")
     a = p.parse_args(argv)
     grid = GRIDS[a.grid]
-    rows = sweep(a.root, a.split, a.cache, tuple(a.detector or DETECTORS), grid)
+    rows = sweep(a.root, a.split, a.cache, tuple(a.detector or DETECTORS), grid, a.capture_floor)
     rows.sort(key=lambda r: (-r["idf1"], r["line_abs_error"]))
     for r in rows[:15]:
         print(json.dumps({k: r[k] for k in (*grid, "detector", "idf1", "mota", "num_switches", "precision",

@@ -106,3 +106,28 @@ def test_frames_without_tracks_are_misses_and_line_counts_are_compared():
     assert line_errors(truth, []) == (1, 1)
     crossings = [{"line": "door", "direction": "left_to_right"}, {"line": "door", "direction": "right_to_left"}]
     assert line_errors(truth, crossings) == (1, 1)
+
+
+def test_misses_are_sorted_by_what_the_detector_had():
+    """`benchmarks.tracking_misses` on a recorded clip through the real stage: a car coming in from the left
+    edge that the detector scores 0.05 for its first second, then 0.9, and loses for good after 3 s. The misses
+    are its first second (a box under 0.1, before its first match, at the edge) and its last second (no box,
+    after its last match, inside)."""
+    from benchmarks.tracking_misses import misses, shipped_setting
+
+    fps, truth_frames, seconds = 12, [], []
+    for s in range(4):
+        frames = []
+        for k in range(fps):
+            t = s + k / fps
+            x1 = 60 + 120 * t
+            box = [max(0.0, x1 - 160), 300.0, x1, 380.0]
+            truth_frames.append([[0, *box]])
+            dets = [] if t >= 3 else [{"label": "car", "score": 0.05 if t < 1 else 0.9, "box": box}]
+            frames.append({"t": t, "size": [640, 480], "detections": dets})
+        seconds.append({"index": s, "frames": frames})
+    truth = {"fps": fps, "size": [640, 480], "line": "count=0.95,0,0.95,1", "frames": truth_frames,
+             "crossings": {}}
+    got = misses(truth, seconds, shipped_setting())
+    assert got == {("box, score < 0.1", "before its first match", "at the edge"): 4,
+                   ("no box", "after its last match", "inside"): 4}

@@ -1,5 +1,6 @@
-"""Round 4 of the tracker (docs/tracking.md): one box per object before ByteTrack, whatever the detector's
-labels (people apart), and a track's path filled between two of its sightings. On the real tracking stage."""
+"""Rounds 4 and 5 of the tracker (docs/tracking.md): one box per object before ByteTrack, whatever the detector's
+labels (people apart), a track's path filled between two of its sightings, and its boxes from before it got
+its id found again. On the real tracking stage."""
 
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ def test_a_track_missed_for_a_while_is_filled_on_the_straight_line():
     (filled,) = _run(_boxes_stage(0.0), car)[0]
     (gap,) = _run(_boxes_stage(0.0, "--no-track-fill"), car)[0]
     assert filled["filled"] == 3 and "filled" not in gap
-    assert [p[0] for p in filled["path"]] == [k / 4 for k in range(1, 24)]  # ByteTrack gives no id to the first box
-    assert [p[0] for p in gap["path"]] == [k / 4 for k in range(1, 24) if not 2.0 <= k / 4 <= 2.5]
+    assert [p[0] for p in filled["path"]] == [k / 4 for k in range(24)]
+    assert [p[0] for p in gap["path"]] == [k / 4 for k in range(24) if not 2.0 <= k / 4 <= 2.5]
     at = {p[0]: p[1:] for p in filled["path"]}
     for t in (2.0, 2.25, 2.5):  # where the car was: 40 px/s to the right
         assert at[t] == pytest.approx([(40 + 40 * t) / 640, 0.625, (160 + 40 * t) / 640, 380 / 480], abs=1e-4)
@@ -57,3 +58,37 @@ def test_only_gaps_within_the_lost_track_buffer_are_filled():
     assert added == 3 and [p[0] for p in out] == [0.0, 0.25, 0.5, 0.75, 1.0, 4.0]  # 3 s is longer than the buffer
     assert out[2] == [0.5, 0.3, 0.1, 0.4, 0.2]
     assert filled_path(path[:1], 0.25, 2.0) == (path[:1], 0)
+
+
+def _entering(t: float) -> list[dict]:
+    """A car driving in from the left edge at 80 px/s: its box is the part that shows, and the detector scores
+    it low (0.12) until 1.0 s, when most of it is in; a low box of another car stands still on the right."""
+    x1 = 40 + 80 * t
+    car = {"label": "car", "score": 0.12 if t < 1.0 else 0.8, "box": [max(0.0, x1 - 160), 300, x1, 380]}
+    return [car, {"label": "car", "score": 0.12, "box": [500, 100, 600, 160]}]
+
+
+def test_a_track_gets_its_boxes_from_before_its_id():
+    """ByteTrack begins a track on its first box at the high threshold (1.0 s here) and gives it an id on the
+    second (1.25 s). Walking back through the boxes it left without an id, the track gets 1.0 s and the low
+    boxes of the car coming in (0.0-0.75 s), oldest first, with the track's label; the standing low box on the
+    right, which never overlaps, is never taken, and no other track begins."""
+    (track,) = _run(_boxes_stage(0.0), _entering)[0]
+    times = [p[0] for p in track["path"]]
+    assert times[:6] == [0.0, 0.25, 0.5, 0.75, 1.0, 1.25] and track["start"] == 0.0 and track["label"] == "car"
+    at = {p[0]: p[1:] for p in track["path"]}
+    assert at[0.0] == pytest.approx([0.0, 300 / 480, 40 / 640, 380 / 480], abs=1e-4)  # the sliver at the edge
+    assert at[0.5] == pytest.approx([0.0, 300 / 480, 80 / 640, 380 / 480], abs=1e-4)
+    assert all(p[1] < 0.7 for p in track["path"])  # never the standing box (x 0.78-0.94)
+
+
+def test_the_walk_back_stays_within_the_lost_track_buffer():
+    """The walk back goes at most as far before the track's first box as a lost track waits (`track_buffer_s`):
+    with 0.5 s, two frames before 1.0 s, so the car starts at 0.5 s."""
+    from dataclasses import replace
+
+    from pipelines.stages.tracking import TrackStage
+
+    stage = _boxes_stage(0.0)
+    (track,) = _run(TrackStage(replace(stage.config, track_buffer_s=0.5)), _entering)[0]
+    assert track["start"] == 0.5

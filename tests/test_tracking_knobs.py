@@ -71,8 +71,8 @@ def test_a_track_is_reported_once_a_detection_confirms_it():
 
 def test_a_two_frame_flash_gets_no_id_with_three_hits():
     """`--track-min-hits 3`: a box seen on two frames in a row is never reported (with `--track-min-seen 1` it
-    is: ByteTrack gives a track its id on its second match; by default a track is reported once seen twice with
-    its id, so not either); a walker seen on every frame is, as one track."""
+    is: ByteTrack gives a track its id on its second match; by default a track is reported once seen four times,
+    so not either); a walker seen on every frame is, as one track."""
     def boxes(t):
         x = 20 + 60 * t
         flash = [{"label": "person", "score": 0.9, "box": [500, 50, 560, 200]}] if t in (1.5, 1.75) else []
@@ -137,10 +137,10 @@ def test_tracker_knobs_reach_the_stage():
     s = _options("--track", "--track-min-hits", "2", "--track-confirm-score", "0.45", "--track-line-hits", "3").stages
     assert (s.track_min_hits, s.track_confirm_score, s.track_line_hits) == (2, 0.45, 3)
     assert _options("--track", "--tracker", "cbiou").stages.track_tracker == "cbiou"
-    s = _options("--track", "--track-nms", "0.45", "--no-track-fill", "--track-min-seen", "4").stages
-    assert (s.track_nms, s.track_fill, s.track_min_seen) == (0.45, False, 4)
+    s = _options("--track", "--track-nms", "0.45", "--no-track-fill", "--track-min-seen", "2").stages
+    assert (s.track_nms, s.track_fill, s.track_min_seen) == (0.45, False, 2)
     s = _options("--track").stages
-    assert (s.track_nms, s.track_fill, s.track_min_seen) == (0.5, True, 2)
+    assert (s.track_nms, s.track_fill, s.track_min_seen) == (0.5, True, 4)
     with pytest.raises(SystemExit):  # argparse's choices: exit 2 with its one-line error
         _options("--track", "--tracker", "deepsort")
 

@@ -39,7 +39,8 @@ def add_tracking_flags(p) -> None:
                    help="before the tracker, drop a box that overlaps a better one by this IoU whatever its label "
                         "(people apart; default 0.5, chosen on val; 1: off)")
     p.add_argument("--track-min-seen", type=int, metavar="N",
-                   help="report a track once it has been seen N times with its id (default 2: no one-sample ghosts)")
+                   help="report a track once it has been seen N times, its boxes from before it got its id "
+                        "included (default 4, chosen on val: no short ghosts)")
     p.add_argument("--no-track-fill", action="store_true",
                    help="do not fill a track's path between two of its sightings (filled by default)")
     p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",

@@ -114,7 +114,9 @@ class StageConfig:
     # the samples missed between two sightings (`track_fill`, tracking.filled_path), and a track is reported once
     # seen `track_min_seen` times (its sightings held till then); `track_high`, `track_buffer_s`,
     # `track_match` and `track_line_hits` were chosen again with them (round 3's: 0.3, 2 s, 0.1 and 3; its buffer
-    # was given to `trackers` in the wrong unit and kept a lost track about 0.3 s).
+    # was given to `trackers` in the wrong unit and kept a lost track about 0.3 s). Round 5 (session 29): a new
+    # track also gets its boxes from before its id (tracking.TrackStage._backtrack), which count towards
+    # `track_min_seen` (2 -> 4, chosen on val).
     track_min_score: float | None = 0.1
     track_high: float | None = 0.2
     track_buffer_s: float = 1.0
@@ -125,7 +127,7 @@ class StageConfig:
     track_confirm_score: float = 0.0
     track_line_hits: int = 1
     track_nms: float | None = 0.5
-    track_min_seen: int = 2  # a track is reported once seen this often with its id (a one-sample ghost is not)
+    track_min_seen: int = 4  # a track is reported once seen this often (its boxes before its id count)
     track_fill: bool = True
     track_tracker: str = "bytetrack"  # TRACKERS: which `trackers` 2.6.1 tracker (tracking.make_tracker)
 

@@ -10,8 +10,11 @@ of its best-scored detection (the thumbnail's).
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
+from models.encoders.people import iou
 from pipelines.stages.config import DEFAULT_TRACK_FPS, StageConfig
 from pipelines.stages.crossings import LineCounter
 from pipelines.stages.record import Second
@@ -29,6 +32,7 @@ class TrackStage:
         self.reset()
 
     def reset(self) -> None:
+        c = self.config
         self.tracks: dict[int, dict] = {}
         self._anchor: dict[int, tuple[float, float]] = {}  # a track's last bottom-centre point (normalised)
         self._inside: dict[tuple[int, str], float] = {}  # (track, zone) -> time it entered
@@ -38,9 +42,12 @@ class TrackStage:
         self._held: dict[int, list] = {}  # unconfirmed track -> its sightings so far (reported once it moves)
         self._moved: set[int] = set()  # tracks confirmed as moving (or every track with `track_moved` 0)
         self._peak: dict[int, float] = {}  # unconfirmed track -> its best detection score so far
+        self._named: set[int] = set()  # ids the tracker has given so far
+        # the last frames and their boxes the tracker gave no id (`_backtrack`): the frame a track began on, and
+        # the lost-track buffer's length before it
+        self._recent: deque[tuple[dict, list]] = deque(maxlen=1 + round(c.track_buffer_s * tracker_fps(c)))
         self._counter = LineCounter(self.config.track_line_hits)
         self.tracker = None
-        c = self.config
         if c.track:
             self.tracker = make_tracker(c, self._floor())
         self._zones = [(z, _polygon(z.points)) for z in self.config.zones]
@@ -60,6 +67,8 @@ class TrackStage:
         self._held.clear()
         self._first.clear()
         self._peak.clear()
+        self._named.clear()
+        self._recent.clear()
         self._inside.clear()
         self._still.clear()
         self.tracker = None
@@ -68,8 +77,8 @@ class TrackStage:
         if self.tracker is None or not (visual or {}).get("frames"):
             return record
         seen: dict[int, dict] = {}
-        for frame in visual["frames"]:
-            for tid, label, score, box in self._update(frame):
+        for now in visual["frames"]:
+            for frame, tid, label, score, box in self._update(now):
                 if not self._confirmed(frame, tid, label, score, box):
                     continue
                 for held in self._held.pop(tid, []):  # its sightings before it moved, in order
@@ -109,7 +118,9 @@ class TrackStage:
         del self._held[tid][:-HELD]
         return False
 
-    def _update(self, frame: dict) -> list[tuple[int, str, float, list[float]]]:
+    def _update(self, frame: dict) -> list[tuple[dict, int, str, float, list[float]]]:
+        """The tracker's boxes with ids on `frame`, in the picture's 0-1 coordinates: (frame, id, label, score,
+        box). A track that gets its id now is given its earlier boxes too (`_backtrack`)."""
         import supervision as sv
 
         w, h = frame["size"]
@@ -126,16 +137,41 @@ class TrackStage:
             # whatever its label; but a person riding a bicycle or a horse keeps both boxes.
             detections = detections.with_nms(threshold=self.config.track_nms)
         out = self.tracker.update(detections)
-        found = []
+        found, loose = [], []
         for i in range(len(out)):
             tid = int(out.tracker_id[i]) if out.tracker_id is not None else -1
-            if tid < 0:
-                continue
             x0, y0, x1, y1 = (float(v) for v in out.xyxy[i])
             box = [round(x0 / w, 4), round(y0 / h, 4), round(x1 / w, 4), round(y1 / h, 4)]
             score = float(out.confidence[i]) if out.confidence is not None else 0.0
-            found.append((tid, str(out.data["label"][i]), score, box))
+            label = str(out.data["label"][i])
+            if tid < 0:
+                loose.append((score, box))
+                continue
+            if tid not in self._named:
+                self._named.add(tid)
+                found.extend(self._backtrack(tid, label, box))
+            found.append((frame, tid, label, score, box))
+        self._recent.append((frame, loose))
         return found
+
+    def _backtrack(self, tid: int, label: str, box: list[float]) -> list[tuple[dict, int, str, float, list[float]]]:
+        """Track `tid`'s boxes on the frames before it got its id, oldest first. `trackers` gives an id only on
+        a track's second sighting and returns its first box without one; and an object coming into the picture
+        scores low until enough of it shows, so ByteTrack begins its track late. Walking back frame by frame
+        (the lost-track buffer's length before the first box) through the boxes the tracker left without an id,
+        each step takes the
+        box that overlaps the last one most, by at least the matching IoU (ByteTrack's own rule, run
+        backwards), and stops at the first frame without one. The boxes keep their scores and take the
+        track's label."""
+        out = []
+        for frame, loose in reversed(self._recent):
+            overlaps = [iou(box, b) for _, b in loose]
+            best = int(np.argmax(overlaps)) if overlaps else -1
+            if best < 0 or overlaps[best] < self.config.track_match:
+                break
+            score, box = loose.pop(best)
+            out.append((frame, tid, label, score, box))
+        return out[::-1]
 
     def _stillness(self, frame: dict, tid: int, box: list[float]) -> dict:
         """The safety monitor's stillness cue for a person track: how long its box centre has stayed within
@@ -216,6 +252,12 @@ def tracker_fps(c: StageConfig) -> float:
     return max(c.track_fps or DEFAULT_TRACK_FPS, 1.0)
 
 
+def spawn_threshold(c: StageConfig, floor: float) -> float:
+    """The score from which a box may begin a track (and ByteTrack's first association): `track_high`, at
+    least the floor."""
+    return max(c.track_high if c.track_high is not None else floor, floor)
+
+
 def make_tracker(c: StageConfig, floor: float):
     """The `trackers` 2.6.1 tracker named by `track_tracker` with the stage's knobs: ByteTrack (the default),
     OC-SORT, C-BIoU (buffered IoU, for large steps between samples) or BoT-SORT without camera-motion
@@ -224,7 +266,7 @@ def make_tracker(c: StageConfig, floor: float):
     import trackers
 
     fps = tracker_fps(c)
-    high = max(c.track_high if c.track_high is not None else floor, floor)
+    high = spawn_threshold(c, floor)
     # `trackers` counts the lost-track buffer in frames at 30 fps, whatever `frame_rate` is (before session 28 it
     # was given frames at `fps`: the "2 s" kept a lost track 0.27 s)
     common = {"frame_rate": fps, "lost_track_buffer": max(1, int(round(c.track_buffer_s * 30))),
