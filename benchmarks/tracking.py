@@ -201,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", "--set", dest="root", type=Path, default=Path("data/trackset"),
                    help="the set's folder (default data/trackset)")
     p.add_argument("--seed", type=int, default=0, help="the set's random seed (with --build)")
-    p.add_argument("--split", choices=("val", "test"), help="score this split (val for choosing, test once)")
+    p.add_argument("--split", choices=("val", "train", "test"),
+                   help="score this split (val and train for choosing, test once)")
     p.add_argument("--limit", type=int, help="only the first N clips of the split")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results here")
     p.add_argument("--flags", default="", help="analysis flags for the pipeline, e.g. '--detector nanodet'")

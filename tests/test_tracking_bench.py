@@ -22,7 +22,7 @@ needs_sources = pytest.mark.skipif(len(available()) < len(inventory()),
 
 @needs_sources
 def test_clips_use_only_their_splits_files(tmp_path):
-    build(tmp_path, seed=0, clips={"val": 1, "test": 1})
+    build(tmp_path, seed=0, clips={"val": 1, "test": 1, "train": 1})
     assert split_violations(tmp_path) == {}
     split_of = assign_splits(available(), 0).split_of
     for path in sorted((tmp_path / "truth").glob("*.json")):
@@ -110,10 +110,11 @@ def test_frames_without_tracks_are_misses_and_line_counts_are_compared():
 
 def test_misses_are_sorted_by_what_the_detector_had():
     """`benchmarks.tracking_misses` on a recorded clip through the real stage: a car coming in from the left
-    edge that the detector scores 0.05 for its first second, then 0.9, and loses for good after 3 s. The misses
-    are its first second (a box under 0.1, before its first match, at the edge) and its last second (no box,
-    after its last match, inside)."""
-    from benchmarks.tracking_misses import misses, shipped_setting
+    edge that the detector scores 0.05 for its first second, then 0.9, and loses for good after 3 s; and a dog the
+    truth does not hold, boxed for 1.5 s. The misses are the car's first second (a box under 0.1, before
+    its first match, at the edge) and its last second (no box, after its last match, inside); the false boxes
+    are the dog's six samples, on a track that matches no object and moved more than a tenth of the picture."""
+    from benchmarks.tracking_misses import errors, shipped_setting
 
     fps, truth_frames, seconds = 12, [], []
     for s in range(4):
@@ -124,10 +125,14 @@ def test_misses_are_sorted_by_what_the_detector_had():
             box = [max(0.0, x1 - 160), 300.0, x1, 380.0]
             truth_frames.append([[0, *box]])
             dets = [] if t >= 3 else [{"label": "car", "score": 0.05 if t < 1 else 0.9, "box": box}]
+            if 1.5 <= t < 3:  # a dog nobody labelled, walking left along the top
+                x0 = 500 - 60 * (t - 1.5)
+                dets.append({"label": "dog", "score": 0.8, "box": [x0, 40, x0 + 120, 110]})
             frames.append({"t": t, "size": [640, 480], "detections": dets})
         seconds.append({"index": s, "frames": frames})
     truth = {"fps": fps, "size": [640, 480], "line": "count=0.95,0,0.95,1", "frames": truth_frames,
              "crossings": {}}
-    got = misses(truth, seconds, shipped_setting())
-    assert got == {("box, score < 0.1", "before its first match", "at the edge"): 4,
-                   ("no box", "after its last match", "inside"): 4}
+    missed, false = errors(truth, seconds, shipped_setting())
+    assert missed == {("box, score < 0.1", "before its first match", "at the edge"): 4,
+                      ("no box", "after its last match", "inside"): 4}
+    assert false == {("dog", "matches no object", "moved >= 0.1"): 6}

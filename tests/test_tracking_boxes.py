@@ -92,3 +92,24 @@ def test_the_walk_back_stays_within_the_lost_track_buffer():
     stage = _boxes_stage(0.0)
     (track,) = _run(TrackStage(replace(stage.config, track_buffer_s=0.5)), _entering)[0]
     assert track["start"] == 0.5
+
+
+def test_a_person_standing_still_waits_for_moving_but_one_lying_does_not():
+    """Round 5 (chosen on val and train, whose background photos hold people that never move): a person box
+    that stays put is held like any other class until it moves `--track-moved`, but a person lying (box wider
+    than tall) is reported at once, for the safety monitor's stillness cue. `--track-still-people` reports the
+    standing one too, as before round 5."""
+    def people(t):
+        walker = 20 + 80 * t
+        return [{"label": "person", "score": 0.8, "box": [500, 60, 560, 300]},  # standing in the photo
+                {"label": "person", "score": 0.8, "box": [100, 380, 300, 460]},  # lying: 200 x 80 px
+                {"label": "person", "score": 0.8, "box": [walker, 200, walker + 50, 330]}]
+
+    def lying(tracks):
+        return [t for t in tracks if t["path"][0][2] > 0.75]
+
+    from pipelines.stages.config import StageConfig
+
+    tracks = _run(_boxes_stage(StageConfig.track_moved), people)[0]
+    assert len(tracks) == 2 and len(lying(tracks)) == 1 and lying(tracks)[0]["start"] == 0.0
+    assert len(_run(_boxes_stage(StageConfig.track_moved, "--track-still-people"), people)[0]) == 3

@@ -140,7 +140,8 @@ def test_tracker_knobs_reach_the_stage():
     s = _options("--track", "--track-nms", "0.45", "--no-track-fill", "--track-min-seen", "2").stages
     assert (s.track_nms, s.track_fill, s.track_min_seen) == (0.45, False, 2)
     s = _options("--track").stages
-    assert (s.track_nms, s.track_fill, s.track_min_seen) == (0.5, True, 4)
+    assert (s.track_nms, s.track_fill, s.track_min_seen, s.track_still_people) == (0.5, True, 4, False)
+    assert _options("--track", "--track-still-people").stages.track_still_people
     with pytest.raises(SystemExit):  # argparse's choices: exit 2 with its one-line error
         _options("--track", "--tracker", "deepsort")
 
@@ -151,11 +152,12 @@ def test_round3_knobs_from_toml(tmp_path):
 
     config = tmp_path / "f.toml"
     config.write_text('[analysis]\nline = ["gate=0.5,0,0.5,1"]\ntrack-line-hits = 2\ntracker = "cbiou"\n'
-                      'track-min-hits = 3\ntrack-confirm-score = 0.5\ntrack-nms = 0.7\nno-track-fill = true\n')
+                      'track-min-hits = 3\ntrack-confirm-score = 0.5\ntrack-nms = 0.7\nno-track-fill = true\n'
+                      'track-still-people = true\n')
     parser = build_parser()
     s = analysis_options(parse_args(parser, ["analyze", "x.mp4", "--config", str(config)], parser.config_targets)).stages
     assert (s.track_line_hits, s.track_tracker, s.track_min_hits, s.track_confirm_score) == (2, "cbiou", 3, 0.5)
-    assert (s.track_nms, s.track_fill) == (0.7, False)
+    assert (s.track_nms, s.track_fill, s.track_still_people) == (0.7, False, True)
 
 
 @pytest.mark.slow

@@ -41,6 +41,9 @@ def add_tracking_flags(p) -> None:
     p.add_argument("--track-min-seen", type=int, metavar="N",
                    help="report a track once it has been seen N times, its boxes from before it got its id "
                         "included (default 4, chosen on val: no short ghosts)")
+    p.add_argument("--track-still-people", action="store_true",
+                   help="report a person standing still before it moves, as every other class is not (by default "
+                        "only a person lying is: the safety cue; chosen on val and train, docs/tracking.md)")
     p.add_argument("--no-track-fill", action="store_true",
                    help="do not fill a track's path between two of its sightings (filled by default)")
     p.add_argument("--zone", action="append", metavar="NAME=x,y x,y x,y ...",
@@ -76,6 +79,8 @@ def tracking_options(args, opts) -> None:
             knobs[name] = value
     if getattr(args, "no_track_fill", False):
         knobs["track_fill"] = False
+    if getattr(args, "track_still_people", False):
+        knobs["track_still_people"] = True
     for name in ("track_min_score", "track_moved", "track_confirm_score", "track_nms"):
         value = getattr(args, name, None)
         if value is not None:

@@ -116,12 +116,14 @@ class StageConfig:
     # `track_match` and `track_line_hits` were chosen again with them (round 3's: 0.3, 2 s, 0.1 and 3; its buffer
     # was given to `trackers` in the wrong unit and kept a lost track about 0.3 s). Round 5 (session 29): a new
     # track also gets its boxes from before its id (tracking.TrackStage._backtrack), which count towards
-    # `track_min_seen` (2 -> 4, chosen on val).
+    # `track_min_seen` (2 -> 4, chosen on val); then, chosen on val and train together, a person standing still
+    # is no longer reported before it moves (`track_still_people`; one lying still is), `track_moved` 0.06 ->
+    # 0.1 and `track_buffer_s` 1 -> 1.5.
     track_min_score: float | None = 0.1
     track_high: float | None = 0.2
-    track_buffer_s: float = 1.0
+    track_buffer_s: float = 1.5
     track_match: float = 0.2
-    track_moved: float = 0.06
+    track_moved: float = 0.1
     track_classes: tuple = MOVING_CLASSES
     track_min_hits: int = 1
     track_confirm_score: float = 0.0
@@ -129,6 +131,7 @@ class StageConfig:
     track_nms: float | None = 0.5
     track_min_seen: int = 4  # a track is reported once seen this often (its boxes before its id count)
     track_fill: bool = True
+    track_still_people: bool = False  # every person is reported before it moves (False: only one lying)
     track_tracker: str = "bytetrack"  # TRACKERS: which `trackers` 2.6.1 tracker (tracking.make_tracker)
 
     def __post_init__(self) -> None:

@@ -23,7 +23,7 @@ PATH_STEP_S = 0.25  # a track's path keeps at most one box per quarter second of
 STILL_MOVE = 0.03  # a person whose box centre stays within this (of the picture) is still
 LYING_ASPECT = 1.2  # a person box this much wider than tall (in pixels) is lying
 HELD = 64  # sightings kept of a track that has not moved yet
-STILL_REPORTED = ("person",)  # reported before they move: someone lying still from the start is the safety cue
+STILL_REPORTED = ("person",)  # reported before they move when lying (the safety cue), or always (track_still_people)
 
 
 class TrackStage:
@@ -98,15 +98,18 @@ class TrackStage:
         """Whether track `tid` is reported: once its box centre has moved `track_moved` (share of the picture)
         from where it was first seen, one of its detections has scored `track_confirm_score` and it has been seen
         `track_min_seen` times, it is for good (an object that moved and then parks stays); until then its
-        sightings are held (at most `HELD` of them) and reported with it once confirmed. People need not move
-        (`STILL_REPORTED`): a person lying still from the first frame must reach the safety monitor."""
+        sightings are held (at most `HELD` of them) and reported with it once confirmed. A person lying need not
+        move (`STILL_REPORTED`): someone lying still from the first frame must reach the safety monitor; with
+        `track_still_people` no person need move (before round 5, and a standing person in a background photo
+        was then a track for the whole clip)."""
         if tid in self._moved:
             return True
         c = self.config
         peak = self._peak[tid] = max(self._peak.get(tid, 0.0), score)
         centre = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
         first = self._first.setdefault(tid, centre)
-        moved = (c.track_moved <= 0 or label in STILL_REPORTED
+        still_ok = label in STILL_REPORTED and (c.track_still_people or _lying(frame, box))
+        moved = (c.track_moved <= 0 or still_ok
                  or max(abs(centre[0] - first[0]), abs(centre[1] - first[1])) >= c.track_moved)
         seen = len(self._held.get(tid, ())) + 1 >= c.track_min_seen
         if moved and seen and peak >= c.track_confirm_score:
@@ -176,14 +179,13 @@ class TrackStage:
     def _stillness(self, frame: dict, tid: int, box: list[float]) -> dict:
         """The safety monitor's stillness cue for a person track: how long its box centre has stayed within
         `STILL_MOVE` (of the picture) of where it settled, and whether the box is wider than tall (lying)."""
-        t, (w, h) = frame["t"], frame["size"]
+        t = frame["t"]
         centre = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
         since, where = self._still.get(tid, (t, centre))
         if max(abs(centre[0] - where[0]), abs(centre[1] - where[1])) > STILL_MOVE:
             since, where = t, centre
         self._still[tid] = (since, where)
-        lying = (box[2] - box[0]) * w > LYING_ASPECT * (box[3] - box[1]) * h
-        return {"still_s": round(t - since, 3), "lying": bool(lying)}
+        return {"still_s": round(t - since, 3), "lying": _lying(frame, box)}
 
     def _follow(self, record: Second, t: float, tid: int, label: str, score: float, box: list[float]) -> None:
         track = self.tracks.get(tid)
@@ -245,6 +247,12 @@ def filled_path(path: list[list[float]], step_s: float, max_gap_s: float) -> tup
                     out.append([round(float(v), 4) for v in a + (b - a) * k / (missed + 1)])
         out.append(point)
     return out, len(out) - len(path)
+
+
+def _lying(frame: dict, box: list[float]) -> bool:
+    """Whether a person's box (0-1 coordinates) is wider than tall in pixels, by `LYING_ASPECT`."""
+    w, h = frame["size"]
+    return bool((box[2] - box[0]) * w > LYING_ASPECT * (box[3] - box[1]) * h)
 
 
 def tracker_fps(c: StageConfig) -> float:
