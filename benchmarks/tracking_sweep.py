@@ -86,6 +86,11 @@ GRIDS = {
                 "classes": ("moving",), "track_min_hits": (1,), "track_confirm_score": (0.0,),
                 "track_line_hits": (1,), "track_fill": (True,), "track_nms": (0.5,), "track_min_seen": (3, 4),
                 "track_still_people": (False,)},
+    # round 5e: the line hysteresis again at round 5's setting (train's extra crossings flicker on the line)
+    "round5e": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.2,), "track_moved": (0.1,),
+                "track_buffer_s": (1.5,), "track_match": (0.2,), "classes": ("moving",), "track_min_hits": (1,),
+                "track_confirm_score": (0.0,), "track_line_hits": (1, 2, 3, 4), "track_fill": (True,),
+                "track_nms": (0.5,), "track_min_seen": (4,), "track_still_people": (False,)},
 }
 GRID = GRIDS["round2"]
 # what a grid that does not name them replays with

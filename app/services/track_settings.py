@@ -33,8 +33,8 @@ def add_tracking_flags(p) -> None:
     p.add_argument("--track-confirm-score", type=float, metavar="S",
                    help="report a track once one of its detections has scored S (default 0: off)")
     p.add_argument("--track-line-hits", type=int, metavar="N",
-                   help="a line crossing counts once the track is seen N times in a row on the new side (default 1, "
-                        "chosen on val: docs/tracking.md)")
+                   help="a line crossing counts once the track is seen N times in a row on the new side (default 2, "
+                        "chosen on val and train: docs/tracking.md)")
     p.add_argument("--track-nms", type=float, metavar="IOU",
                    help="before the tracker, drop a box that overlaps a better one by this IoU whatever its label "
                         "(people apart; default 0.5, chosen on val; 1: off)")

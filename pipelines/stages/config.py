@@ -118,7 +118,7 @@ class StageConfig:
     # track also gets its boxes from before its id (tracking.TrackStage._backtrack), which count towards
     # `track_min_seen` (2 -> 4, chosen on val); then, chosen on val and train together, a person standing still
     # is no longer reported before it moves (`track_still_people`; one lying still is), `track_moved` 0.06 ->
-    # 0.1 and `track_buffer_s` 1 -> 1.5.
+    # 0.1, `track_buffer_s` 1 -> 1.5 and `track_line_hits` 1 -> 2.
     track_min_score: float | None = 0.1
     track_high: float | None = 0.2
     track_buffer_s: float = 1.5
@@ -127,7 +127,7 @@ class StageConfig:
     track_classes: tuple = MOVING_CLASSES
     track_min_hits: int = 1
     track_confirm_score: float = 0.0
-    track_line_hits: int = 1
+    track_line_hits: int = 2
     track_nms: float | None = 0.5
     track_min_seen: int = 4  # a track is reported once seen this often (its boxes before its id count)
     track_fill: bool = True
