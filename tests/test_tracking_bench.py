@@ -45,6 +45,17 @@ def test_a_larger_split_keeps_its_first_clips(tmp_path):
     assert {split_of[k] for k in extra["sources"]} == {"val"} and extra["frames"] != large["frames"]
 
 
+@needs_sources
+def test_a_split_added_later_keeps_the_summary_of_the_others(tmp_path):
+    """`foresight train trackset --val 0 --test 0 --train N` into a built set (round 5's train clips) adds train
+    to `trackset.json` and keeps what it said of val."""
+    build(tmp_path, seed=0, clips={"val": 1, "test": 0})
+    build(tmp_path, seed=0, clips={"val": 0, "test": 0, "train": 1})
+    summary = json.loads((tmp_path / "trackset.json").read_text())
+    assert sorted(summary["splits"]) == ["train", "val"] and summary["splits"]["val"]["clips"] == 1
+    assert {p.name for p in (tmp_path / "truth").iterdir()} == {"val000.json", "train000.json"}
+
+
 def test_truth_boxes_are_where_the_cutout_shows(tmp_path):
     """A white block cut-out on a black photo: in every decoded frame the bright pixels' box is the truth box."""
     cut = np.zeros((60, 40, 4), np.uint8)

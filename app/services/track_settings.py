@@ -40,7 +40,7 @@ def add_tracking_flags(p) -> None:
                         "(people apart; default 0.5, chosen on val; 1: off)")
     p.add_argument("--track-min-seen", type=int, metavar="N",
                    help="report a track once it has been seen N times, its boxes from before it got its id "
-                        "included (default 4, chosen on val: no short ghosts)")
+                        "included (default 4, chosen on val and train: no short ghosts)")
     p.add_argument("--track-still-people", action="store_true",
                    help="report a person standing still before it moves, as every other class is not (by default "
                         "only a person lying is: the safety cue; chosen on val and train, docs/tracking.md)")

@@ -162,18 +162,17 @@ class TrackStage:
         a track's second sighting and returns its first box without one; and an object coming into the picture
         scores low until enough of it shows, so ByteTrack begins its track late. Walking back frame by frame
         (the lost-track buffer's length before the first box) through the boxes the tracker left without an id,
-        each step takes the
-        box that overlaps the last one most, by at least the matching IoU (ByteTrack's own rule, run
-        backwards), and stops at the first frame without one. The boxes keep their scores and take the
-        track's label."""
-        out = []
+        each step takes the box that overlaps the last one most, by at least the matching IoU (ByteTrack's own
+        rule, run backwards), and stops at the first frame without one. The boxes keep their scores and take
+        the track's label; a box taken is no one else's."""
+        out, last = [], box
         for frame, loose in reversed(self._recent):
-            overlaps = [iou(box, b) for _, b in loose]
+            overlaps = [iou(last, b) for _, b in loose]
             best = int(np.argmax(overlaps)) if overlaps else -1
             if best < 0 or overlaps[best] < self.config.track_match:
                 break
-            score, box = loose.pop(best)
-            out.append((frame, tid, label, score, box))
+            score, last = loose.pop(best)
+            out.append((frame, tid, label, score, last))
         return out[::-1]
 
     def _stillness(self, frame: dict, tid: int, box: list[float]) -> dict:
@@ -260,12 +259,6 @@ def tracker_fps(c: StageConfig) -> float:
     return max(c.track_fps or DEFAULT_TRACK_FPS, 1.0)
 
 
-def spawn_threshold(c: StageConfig, floor: float) -> float:
-    """The score from which a box may begin a track (and ByteTrack's first association): `track_high`, at
-    least the floor."""
-    return max(c.track_high if c.track_high is not None else floor, floor)
-
-
 def make_tracker(c: StageConfig, floor: float):
     """The `trackers` 2.6.1 tracker named by `track_tracker` with the stage's knobs: ByteTrack (the default),
     OC-SORT, C-BIoU (buffered IoU, for large steps between samples) or BoT-SORT without camera-motion
@@ -274,7 +267,7 @@ def make_tracker(c: StageConfig, floor: float):
     import trackers
 
     fps = tracker_fps(c)
-    high = spawn_threshold(c, floor)
+    high = max(c.track_high if c.track_high is not None else floor, floor)
     # `trackers` counts the lost-track buffer in frames at 30 fps, whatever `frame_rate` is (before session 28 it
     # was given frames at `fps`: the "2 s" kept a lost track 0.27 s)
     common = {"frame_rate": fps, "lost_track_buffer": max(1, int(round(c.track_buffer_s * 30))),

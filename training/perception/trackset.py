@@ -184,6 +184,9 @@ def build(out: str | Path, seed: int = 0, clips: dict[str, int] | None = None) -
     (out / "clips").mkdir(parents=True, exist_ok=True)
     (out / "truth").mkdir(exist_ok=True)
     summary: dict = {"seed": seed, "fps": FPS, "size": [WIDTH, HEIGHT], "line": LINE, "splits": {}}
+    before = out / "trackset.json"
+    if before.exists() and json.loads(before.read_text()).get("seed") == seed:  # a split added to a built set
+        summary["splits"] = json.loads(before.read_text()).get("splits", {})
     for split, n in clips.items():
         if n < 1:
             continue
