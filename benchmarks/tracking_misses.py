@@ -4,8 +4,8 @@ box, by the track it belongs to.
     python -m benchmarks.tracking_misses --set data/trackset30 --split train --cache /tmp/trackcache \\
         --capture-floor 0.02 --json docs/results/tracking_errors_train30_round5c.json
 
-It replays `benchmarks.tracking_sweep`'s capture of each val clip through the real tracking stage under the
-shipped defaults (`StageConfig`) and sorts every missed true box (motmetrics' MISS) by the best detector box on
+It replays `benchmarks.tracking_sweep`'s capture of each clip of `--split` through the real tracking stage under
+the shipped defaults (`StageConfig`; `--knob NAME=VALUE` changes one) and sorts every missed true box (motmetrics' MISS) by the best detector box on
 that frame: none at IoU 0.3 or more, one at IoU 0.3-0.5 (a loose box), or one at IoU 0.5 and up by its score
 band; and by where the miss lies in its object's history (before the object's first match, after its last,
 in a gap between two, or never matched), and whether the object touches the picture's left or right edge
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks._report import save_json
 from benchmarks.tracking import accumulate
-from benchmarks.tracking_sweep import CAPTURE_FLOOR, run_stage
+from benchmarks.tracking_sweep import CAPTURE_FLOOR, capture_folder, run_stage, split_truths
 from models.encoders.people import iou
 
 BANDS = (0.1, 0.2)  # score bands of a detector box at IoU >= 0.5: below 0.1, 0.1-0.2, 0.2 and up
@@ -96,18 +96,22 @@ def main(argv: list[str] | None = None) -> int:
                    help="replay with this knob changed (e.g. track_still_people=true, track_moved=0.06)")
     p.add_argument("--json", type=Path, metavar="PATH")
     a = p.parse_args(argv)
-    folder = a.detector if a.capture_floor == CAPTURE_FLOOR else f"{a.detector}@{a.capture_floor}"
-    truths = [t for part in a.split.split("+") for t in sorted((a.root / "truth").glob(f"{part}*.json"))]
+    folder = capture_folder(a.cache, a.detector, a.capture_floor)
+    truths = split_truths(a.root, a.split)
     if not truths:
         p.error(f"{a.root}: no {a.split} clips (build them: foresight train trackset --out {a.root})")
     setting, missed, false = shipped_setting(), Counter(), Counter()
     for knob in a.knob:
         name, _, value = knob.partition("=")
-        if name not in setting or not value:
+        try:
+            value = json.loads(value.lower())  # true / false, or a number (whole numbers stay whole)
+        except ValueError:
+            name = ""
+        if name not in SETTING_KEYS:
             p.error(f"--knob {knob}: not NAME=VALUE with NAME one of {', '.join(SETTING_KEYS)}")
-        setting[name] = json.loads(value.lower()) if value.lower() in ("true", "false") else float(value)
+        setting[name] = value
     for path in truths:
-        capture = a.cache / folder / f"{path.stem}.json"
+        capture = folder / f"{path.stem}.json"
         if not capture.exists():
             p.error(f"{capture}: not captured (run benchmarks.tracking_sweep with the same --cache and "
                     "--capture-floor first)")

@@ -146,17 +146,25 @@ def run_stage(seconds: list[dict], truth: dict, setting: dict) -> tuple[list[dic
     return stage.finish(Second.closing()).tracks, crossings
 
 
+def split_truths(root: Path, split: str) -> list[Path]:
+    """The truth files of `split` ("val", "train", or "val+train"), in clip order."""
+    return [p for part in split.split("+") for p in sorted((root / "truth").glob(f"{part}*.json"))]
+
+
+def capture_folder(cache: Path, detector: str, floor: str) -> Path:
+    """Where `detector`'s capture down to `floor` is kept (round 2-4's captures, at the default floor: no suffix)."""
+    return cache / (detector if floor == CAPTURE_FLOOR else f"{detector}@{floor}")
+
+
 def sweep(root: Path, split: str, cache: Path, detectors: tuple[str, ...], grid: dict = GRID,
           floor: str = CAPTURE_FLOOR) -> list[dict]:
-    truths = [json.loads(p.read_text()) for part in split.split("+")
-              for p in sorted((root / "truth").glob(f"{part}*.json"))]
+    truths = [json.loads(p.read_text()) for p in split_truths(root, split)]
     names = [Path(t["clip"]).stem for t in truths]
     rows = []
     for detector in detectors:
         recorded = []
         for truth, name in zip(truths, names, strict=True):
-            folder = detector if floor == CAPTURE_FLOOR else f"{detector}@{floor}"  # round 2-4's caches: no suffix
-            path = cache / folder / f"{name}.json"
+            path = capture_folder(cache, detector, floor) / f"{name}.json"
             if not path.exists():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(capture(root / truth["clip"], truth["line"], detector, floor)))
