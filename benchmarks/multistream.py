@@ -213,11 +213,19 @@ def run(urls: list[str], options: AnalyzeOptions) -> tuple[list[dict], list[list
     try:
         results = [p.wait() for p in pipes]
         latencies = [p.latencies() for p in pipes]
+        for p, result in zip(pipes, results, strict=True):
+            result["transcript_delay_s"] = transcript_delays(p.feed())
     finally:
         for p in pipes:
             p.close()
     sampler.stop()
     return results, latencies, sampler
+
+
+def transcript_delays(feed: list) -> list[float]:
+    """Seconds of stream time from each transcript line's end to the second that brought it to the sink (a live
+    source transcribes behind the seconds: `graph.node_config`)."""
+    return [round(float(item["time"]) - float(line["end"]), 2) for _, item in feed for line in item["transcript"]]
 
 
 def slow_seconds(latencies: list[float], result: dict, over_s: float = 1.0) -> str:
@@ -291,6 +299,7 @@ def main() -> None:
         print(f"stream {i}: {r['ingest']['segments_emitted']} segments, p95 {p:.3f} s, dropped {d}"
               + (f", degradation {decisions}" if decisions else ""))
         print(f"  {slow_seconds(latencies[i], r)}")
+        print(f"  transcript lines reached the sink {sorted(r['transcript_delay_s'])} s after they ended")
     p95_one = float(np.percentile(alone_latencies[0], 95)) if alone_latencies[0] else float("nan")
     print(f"one stream alone: {alone[0]['ingest']['segments_emitted']} segments, p95 {p95_one:.3f} s, "
           f"dropped {alone[0]['ingest']['segments_dropped']}")
@@ -308,6 +317,7 @@ def main() -> None:
                       "motion_gate": args.motion_gate, "track": args.track,
                       "track_fps": options.stages.track_fps if args.track else None,
                       "cpu_cores_per_stream": round(many_run.cores / args.streams, 3),
+                      "transcript_delay_s_max": max((d for r in results for d in r["transcript_delay_s"]), default=None),
                       "cpu_cores_per_stream_one_stream": round(one_run.cores, 3),
                       "rss_growth": round(float(np.mean(samples[-third:]) / np.mean(samples[:third])), 3)}))
 

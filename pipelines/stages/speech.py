@@ -8,6 +8,9 @@ and hands it on; the transcribe stage runs Whisper on it. Transcripts are those 
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -16,6 +19,7 @@ import numpy as np
 
 from models.audio.asr import FasterWhisperRecognizer, SpeechRecognizer
 from models.audio.vad import RATE, StreamingVAD
+from models.errors import BadInput
 from models.shared import shared
 from pipelines.media.segment import Segment
 from pipelines.stages.config import StageConfig
@@ -122,9 +126,13 @@ class TranscribeStage:
 
     def __init__(self, config: StageConfig, recognizer: SpeechRecognizer | None = None):
         self.config = config
-        self.asr = recognizer if recognizer is not None or not config.asr else shared(
-            ("faster-whisper", config.asr_model, config.asr_language),
-            lambda: FasterWhisperRecognizer(config.asr_model, language=config.asr_language))  # stateless
+        self.asr = recognizer
+        if recognizer is None and config.asr:  # in the background, built on the Whisper thread: its CTranslate2
+            # worker inherits the thread's lower priority (`whisper_thread`; a bad FORESIGHT_WHISPER_NICE stops here)
+            if config.asr_background:
+                background_nice()
+            self.asr = (whisper_thread().submit(shared_recognizer, config).result() if config.asr_background
+                        else shared_recognizer(config))
         self.asr_seconds = 0.0
         self._pending: deque[Future] = deque()  # background pieces not handed on yet, in order
 
@@ -171,7 +179,50 @@ class TranscribeStage:
         return {"asr_s": self.asr_seconds}
 
 
+def shared_recognizer(config: StageConfig) -> FasterWhisperRecognizer:
+    """The process's Whisper for `config` (stateless, so every stream's stage shares it); the background one apart."""
+    return shared(("faster-whisper", config.asr_model, config.asr_language, config.asr_background),
+                  lambda: FasterWhisperRecognizer(config.asr_model, language=config.asr_language))
+
+
+NICE_ENV = "FORESIGHT_WHISPER_NICE"  # how much lower the background Whisper's priority is (0 to 19; default 10)
+BACKGROUND_NICE = 10  # against the seconds' stages, a busy Whisper then gets about a tenth of a shared core
+
+
 def whisper_thread() -> ThreadPoolExecutor:
     """The process's one thread for background transcription: Whisper runs one piece at a time, whatever the
-    number of streams, as the transcribe node's turns do (`hosts.py`)."""
-    return shared(("whisper-thread",), lambda: ThreadPoolExecutor(1, thread_name_prefix="whisper"))
+    number of streams, as the transcribe node's turns do (`hosts.py`).
+
+    It runs at a lower priority (`BACKGROUND_NICE`, or FORESIGHT_WHISPER_NICE; Linux only, where a thread has its
+    own): a transcript may come a little later, but a second's analysis does not wait for Whisper's CPU. Four
+    cameras whose utterances end together otherwise had Whisper take a core for several seconds, and every
+    stream's seconds queued behind it (docs/performance.md, session 30)."""
+    return shared(("whisper-thread",), lambda: ThreadPoolExecutor(1, thread_name_prefix="whisper",
+                                                                  initializer=lower_priority))
+
+
+def background_nice() -> int:
+    """How much lower background Whisper runs: FORESIGHT_WHISPER_NICE (0: as the stages), else `BACKGROUND_NICE`."""
+    raw = os.environ.get(NICE_ENV, "").strip()
+    if not raw:
+        return BACKGROUND_NICE
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 19:
+        raise BadInput(f"{NICE_ENV} must be a whole number from 0 to 19, not {raw!r}")
+    return value
+
+
+def lower_priority() -> None:
+    """Lower the calling thread's CPU priority by `background_nice()` (threads it starts later inherit it). Linux
+    only: there `setpriority` on a thread id concerns that thread alone (elsewhere it would slow the process)."""
+    nice = background_nice()
+    if nice == 0 or not sys.platform.startswith("linux"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except OSError:  # a sandbox that forbids it: the thread keeps its priority
+        pass
