@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
 import subprocess
-import threading
 
 import pytest
 
 from pipelines.media.ingest import SegmentReader
 from pipelines.media.sources import SourceKind, parse_source
+from tests.helpers.web import serve_files
 
 
 @pytest.fixture(scope="module")
@@ -19,16 +17,9 @@ def http_root(tmp_path_factory, demo_clip):
     (root / "clip.mp4").write_bytes(demo_clip[0].read_bytes())
     subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(demo_clip[0]), "-c", "copy", "-f", "hls",
                     "-hls_time", "2", "-hls_playlist_type", "vod", str(root / "index.m3u8")], check=True)
-    handler = functools.partial(QuietHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_files(root)
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
 
 
 def segments(spec) -> list:

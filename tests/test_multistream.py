@@ -4,11 +4,8 @@ its process and nothing else."""
 
 from __future__ import annotations
 
-import functools
 import gc
-import http.server
 import json
-import threading
 import time
 
 import numpy as np
@@ -18,16 +15,12 @@ import ray
 
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, Pipeline
+from tests.helpers.web import serve_files
 from training.media.synth import RATE, ClipSpec, place, sample_image, sound, speak, tone, write_clip
 
 pytestmark = pytest.mark.slow
 
 SECONDS = 5.0
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
 
 
 def clip(path, picture: str | None, audio: np.ndarray) -> None:
@@ -49,8 +42,7 @@ def loopback_clips(tmp_path_factory):
     clip(root / "ring.mp4", "coffee", ring)
     clip(root / "beeps.mp4", None, beeps)
     (root / "broken.mp4").write_bytes(np.random.default_rng(0).bytes(50_000))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(root)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_files(root)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     yield [f"{base}/{name}.mp4" for name in ("speech", "ring", "beeps", "broken")]
     server.shutdown()

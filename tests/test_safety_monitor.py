@@ -1,8 +1,6 @@
 """Live rules, retrieval alerts, cooldown, replay lead time, the judge and the eval CLI."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
 import pytest
@@ -12,6 +10,7 @@ from models.safety.knowledge import load_rules
 from models.safety.logparse import Segment, parse_log
 from models.safety.monitor import Alert
 from models.safety.retrieval import RuleRetriever
+from tests.helpers.web import QuietHandler, serve
 from training.safety.cli import KEYS, eval_main
 from training.safety.replay import replay
 
@@ -181,29 +180,21 @@ def test_demo_clip_talk_about_a_phone_raises_no_alert(retriever):
     assert feed(mon, demo_clip_seconds()) + mon.flush(22.0) == []
 
 
-class _Judge(BaseHTTPRequestHandler):
+class _Judge(QuietHandler):
     answer = ""
 
-    def reply(self, prompt: str) -> str:
+    def verdict(self, prompt: str) -> str:
         return type(self).answer
 
     def do_POST(self):  # noqa: N802
         prompt = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["messages"][0]["content"]
-        body = json.dumps({"choices": [{"message": {"content": self.reply(prompt)}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        body = json.dumps({"choices": [{"message": {"content": self.verdict(prompt)}}]}).encode()
+        self.reply(200, body, **{"Content-Type": "application/json"})
 
 
 @pytest.fixture
 def judge_url():
-    server = HTTPServer(("127.0.0.1", 0), _Judge)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve("127.0.0.1", _Judge)
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
 
@@ -329,7 +320,7 @@ class _RuleJudge(_Judge):
 
     risk = True
 
-    def reply(self, prompt: str) -> str:
+    def verdict(self, prompt: str) -> str:
         rules = prompt.split("RULES:\n", 1)[1].splitlines()
         number = next((int(line.split(".", 1)[0]) for line in rules if "Gas water heaters" in line), None)
         return json.dumps({"risk": type(self).risk and number is not None, "rule": number, "reason": "judged"})
@@ -344,8 +335,7 @@ def test_eval_cli_with_judge_tier(tmp_path, capsys):
                     + "\n[LOG END]"}
     path = tmp_path / "logs.json"
     path.write_text(json.dumps([rec]))
-    server = HTTPServer(("127.0.0.1", 0), _RuleJudge)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve("127.0.0.1", _RuleJudge)
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     argv = ["--logs", str(path), "--json", "--runs", "3", "--no-embeddings", "--threshold", "0.0", "--no-replay",
             "--judge-timeout", "5", "--judge-url", url]

@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
 import subprocess
-import threading
 import time
 
 import pytest
@@ -16,11 +13,7 @@ from pipelines.media.ingest import ReconnectPolicy, SegmentReader
 from pipelines.media.preflight import check_source
 from pipelines.media.sources import parse_source
 from tests.helpers.cli import free_port, run_cli
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
+from tests.helpers.web import serve_files
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +22,6 @@ def hls_root(tmp_path_factory, demo_clip):
     subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(demo_clip[0]), "-c", "copy", "-f", "hls",
                     "-hls_time", "2", "-hls_playlist_type", "vod", str(root / "index.m3u8")], check=True)
     return root
-
-
-def serve(root, port: int) -> http.server.ThreadingHTTPServer:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(QuietHandler, directory=str(root)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
 
 
 def drain(reader: SegmentReader, timeout: float = 60) -> list:
@@ -73,7 +60,7 @@ def test_retry_waits_for_a_camera_that_comes_up_late(hls_root):
     policy = ReconnectPolicy(initial_s=0.2, max_s=0.5, outage_budget_s=30, retry_before_data=True)
     reader = SegmentReader(spec, "cam", policy=policy, duration_s=4.0).start()
     time.sleep(1.5)  # the reader is knocking on a closed port meanwhile
-    server = serve(hls_root, port)
+    server = serve_files(hls_root, port)
     try:
         segments = drain(reader)
     finally:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 
 import numpy as np
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from pipelines import AnalyzeOptions, StageConfig, analyze_inline
 from pipelines.sinks.webhooks import WebhookConfig
 from tests.helpers.cli import free_port
+from tests.helpers.web import QuietHandler, serve
 from training.media.synth import ClipSpec, write_clip
 
 
@@ -19,7 +18,7 @@ from training.media.synth import ClipSpec, write_clip
 def receiver():
     received: list[dict] = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self):  # noqa: N802 (http.server's naming)
             body = self.rfile.read(int(self.headers["Content-Length"]))
             received.append(json.loads(body))
@@ -29,8 +28,7 @@ def receiver():
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve("127.0.0.1", Handler)
     yield f"http://127.0.0.1:{server.server_address[1]}/hook", received
     server.shutdown()
 
