@@ -194,9 +194,9 @@ def whisper_thread() -> ThreadPoolExecutor:
     number of streams, as the transcribe node's turns do (`hosts.py`).
 
     It runs at a lower priority (`BACKGROUND_NICE`, or FORESIGHT_WHISPER_NICE; Linux only, where a thread has its
-    own): a transcript may come a little later, but a second's analysis does not wait for Whisper's CPU. Four
-    cameras whose utterances end together otherwise had Whisper take a core for several seconds, and every
-    stream's seconds queued behind it (docs/performance.md, session 30)."""
+    own): the seconds' stages get the CPU first and Whisper the rest, so four cameras whose utterances end
+    together no longer have every stream's seconds queue behind several seconds of Whisper, as long as the machine
+    has CPU to spare (docs/performance.md, session 30)."""
     return shared(("whisper-thread",), lambda: ThreadPoolExecutor(1, thread_name_prefix="whisper",
                                                                   initializer=lower_priority))
 
