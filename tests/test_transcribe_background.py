@@ -118,17 +118,17 @@ def test_the_threads_runner_builds_a_live_sources_transcribe_stage_for_the_backg
 
 
 def thread_cpu_and_nice() -> dict[int, tuple[float, int]]:
-    """This process's threads: id -> (CPU seconds, niceness), from /proc."""
+    """This process's threads: id -> (CPU seconds, niceness)."""
     import os
 
+    import psutil
+
     out = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for tid in os.listdir("/proc/self/task"):
+    for thread in psutil.Process().threads():
         try:
-            fields = open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+            out[thread.id] = (thread.user_time + thread.system_time, os.getpriority(os.PRIO_PROCESS, thread.id))
         except OSError:  # it ended meanwhile
             continue
-        out[int(tid)] = ((int(fields[11]) + int(fields[12])) / tick, int(fields[16]))
     return out
 
 
