@@ -14,6 +14,23 @@ import logging
 import os
 import threading
 
+# The settings read by stage code in Ray's workers (model backends, decoding, Whisper's priority, native logs).
+# A local cluster's workers inherit the driver's environment; a cluster named by RAY_ADDRESS was started with
+# its own, so these travel with the job (`worker_environment`). Paths (FORESIGHT_CACHE, FORESIGHT_PASBENCH_DIR)
+# and secrets stay each machine's own: a path on the driver need not exist on a worker, and a key sent in a
+# runtime_env is shown by Ray's job listing.
+WORKER_SETTINGS = ("FORESIGHT_PREFM", "FORESIGHT_GROUNDER", "FORESIGHT_MINILM", "FORESIGHT_YAMNET",
+                   "FORESIGHT_WHISPER_NICE", "FORESIGHT_DECODE_ALL", "FORESIGHT_NATIVE_LOGS")
+
+
+def worker_environment() -> dict[str, str]:
+    """The variables every Ray worker of this driver's job gets: the thread count, and each of
+    `WORKER_SETTINGS` the driver has set (one it has not set is left to the worker's own environment)."""
+    from pipelines.spine.threads import thread_environment
+
+    settings = {name: os.environ[name] for name in WORKER_SETTINGS if name in os.environ}
+    return {**thread_environment(), **settings}
+
 
 def ensure_ray(num_cpus: int | None = None) -> None:
     """Join RAY_ADDRESS's cluster, or start a loopback-only local one sized for this machine's streams."""
@@ -47,12 +64,11 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     from pipelines.spine.ray_dashboard import dashboard_wanted, lean_local_start
-    from pipelines.spine.threads import thread_environment
 
     dashboard = dashboard_wanted()  # then Ray's default: its dashboard if installed, else the minimal head
-    # Every worker, on this machine or a cluster's, runs with the driver's numeric thread count.
+    # Every worker, on this machine or a cluster's, runs with the driver's thread count and stage settings.
     kwargs = dict(include_dashboard=None if dashboard else False, logging_level=logging.ERROR, log_to_driver=False,
-                  configure_logging=True, runtime_env={"env_vars": thread_environment()})
+                  configure_logging=True, runtime_env={"env_vars": worker_environment()})
     if address is None:
         kwargs["num_cpus"] = num_cpus or os.cpu_count() or 2
         from pipelines.spine.reaper import start_reaper
