@@ -162,3 +162,13 @@ def test_mutation_without_staging_the_direction_fails(e2e_subject, monkeypatch):
     monkeypatch.setattr(experiment, "tire_edit", lambda *a, **k: edit(*a, **{**k, "progressive": False}))
     rows = [run_subject(e2e_subject, E2E, seed=s) for s in (0, 1, 2)]
     assert not tire_direction(rows)
+
+
+def test_ceiling_oracles_order_the_initial_asset_perfect_stages_and_all_views():
+    """The oracles of docs/training/tire.md ("Where the gap is") on a small textured subject: the truth at the
+    staged views lifts the generator's asset, the truth from every side lifts it further."""
+    from training.experiments.tire_ceiling import ceiling_row
+
+    row = ceiling_row("immunohistochemistry", Config(gaussians=400, size=24), seed=0)
+    initial, perfect, every = (row[f"novel PSNR {k}"] for k in ("initial", "perfect stages", "all views"))
+    assert perfect > initial + 1.0 and every > perfect + 1.0, row
