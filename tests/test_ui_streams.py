@@ -22,6 +22,7 @@ from pipelines.media.recorder import OFFSET_S, list_segments, segment_start
 from pipelines.sinks.store import Store
 from tests.helpers.cli import free_port
 from tests.helpers.dashboard import (
+    VIDEO_SRCS,
     browser,
     check_png,
     click,
@@ -31,6 +32,7 @@ from tests.helpers.dashboard import (
     has_text,
     keep_screenshot,
     pipeline_actors,
+    playing_video,
     start_stream,
 )
 from training.media.loopback import RtspServer
@@ -297,31 +299,6 @@ def test_reload_finds_the_live_stream_and_stop_ends_its_processes(live, tmp_path
 
 
 QUERY_BOX = "input[placeholder='someone mentions the front door']"
-VIDEO_SRCS = "[...document.querySelectorAll('video')].map(v => v.src)"
-
-
-def playing_video(b, before: list[str], what: str) -> None:
-    """Wait until a video that was not on the page before (`before`: the srcs then) plays, muted, a second past
-    where it was once loaded."""
-    fresh = f"[...document.querySelectorAll('video')].filter(v => !{before!r}.includes(v.src))"
-    b.wait_for(f"{fresh}.length > 0", 60, what)
-    # Chromium holds a muted autoplay back while it is off screen: look at it, as whoever clicked Play does
-    b.js(f"{fresh}.at(-1).scrollIntoView({{block: 'center'}})")
-    b.wait_for(f"{fresh}.some(v => v.readyState >= 3)", 60, what)  # loaded and put at its start time
-    b.js(f"window.seenAt = new Map({fresh}.map(v => [v.src, v.currentTime]))")
-    # ... and keep looking at it: the live view's reruns add lines above it, and Chromium starts a muted autoplay
-    # only while the player is in view (nothing here calls play())
-    look = f"({fresh}.at(-1)?.scrollIntoView({{block: 'center'}}), true)"
-    try:
-        b.wait_for(f"{look} && {fresh}.some(v => !v.paused && v.muted && "
-                   "v.currentTime > (window.seenAt.get(v.src) ?? 0) + 1)", 60, what + " playing")
-    except TimeoutError:
-        states = b.js("[...document.querySelectorAll('video')].map(v => ({src: v.src.slice(-12), paused: v.paused, "
-                      "muted: v.muted, t: v.currentTime, ready: v.readyState, ended: v.ended, "
-                      "top: Math.round(v.getBoundingClientRect().top), seen: window.seenAt.get(v.src)}))")
-        raise AssertionError(f"{what} does not play: {states} (before: {before})") from None
-
-
 def stored_ring(db) -> bool:
     """Whether the store holds a transcript line or an event of the demo clip's ringing phone."""
     speech, events = Store(db).text_rows()

@@ -152,3 +152,28 @@ def pipeline_actors(root_pid: int, kinds: tuple[str, ...] = ("IngestActor",)) ->
         if title.startswith("ray::") and any(kind in title for kind in kinds):
             out[p.pid] = title
     return out
+
+
+VIDEO_SRCS = "[...document.querySelectorAll('video')].map(v => v.src)"
+
+
+def playing_video(b, before: list[str], what: str) -> None:
+    """Wait until a video that was not on the page before (`before`: the srcs then) plays, muted, a second past
+    where it was once loaded."""
+    fresh = f"[...document.querySelectorAll('video')].filter(v => !{before!r}.includes(v.src))"
+    b.wait_for(f"{fresh}.length > 0", 60, what)
+    # Chromium holds a muted autoplay back while it is off screen: look at it, as whoever clicked Play does
+    b.js(f"{fresh}.at(-1).scrollIntoView({{block: 'center'}})")
+    b.wait_for(f"{fresh}.some(v => v.readyState >= 3)", 60, what)  # loaded and put at its start time
+    b.js(f"window.seenAt = new Map({fresh}.map(v => [v.src, v.currentTime]))")
+    # ... and keep looking at it: the live view's reruns add lines above it, and Chromium starts a muted autoplay
+    # only while the player is in view (nothing here calls play())
+    look = f"({fresh}.at(-1)?.scrollIntoView({{block: 'center'}}), true)"
+    try:
+        b.wait_for(f"{look} && {fresh}.some(v => !v.paused && v.muted && "
+                   "v.currentTime > (window.seenAt.get(v.src) ?? 0) + 1)", 60, what + " playing")
+    except TimeoutError:
+        states = b.js("[...document.querySelectorAll('video')].map(v => ({src: v.src.slice(-12), paused: v.paused, "
+                      "muted: v.muted, t: v.currentTime, ready: v.readyState, ended: v.ended, "
+                      "top: Math.round(v.getBoundingClientRect().top), seen: window.seenAt.get(v.src)}))")
+        raise AssertionError(f"{what} does not play: {states} (before: {before})") from None
