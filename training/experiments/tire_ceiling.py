@@ -10,7 +10,7 @@ true asset, and nothing is chosen on them:
 * **perfect stages**: the re-splat of the shipped pipeline (same views: the source and the five staged
   azimuths, same weights: 100 for the source, 1 for the others, the half-transparent rim left out) fitted to
   the true asset's renders at those views instead of the completed ones: what TIRE would reach if tracking and
-  inpainting were perfect;
+  inpainting were perfect (and whether the source view keeps its PSNR then);
 * **all views**: the same fit to the true asset's renders every 10 degrees of azimuth (the eight scored novel
   views among them), weight 1 each: the best colours the estimated geometry can carry.
 """
@@ -55,7 +55,8 @@ def ceiling_row(name: str, cfg: Config, seed: int) -> dict:
     perfect = oracle(initial, truth, staged, cfg.size, cfg.source_weight, trusted_rim=True)
     every = oracle(initial, truth, range(-180, 180, 10), cfg.size, 1.0, trusted_rim=False)
     return {"subject": name, "seed": seed, "novel PSNR initial": score(initial, cfg.novel),
-            "novel PSNR perfect stages": score(perfect, cfg.novel), "novel PSNR all views": score(every, cfg.novel)}
+            "novel PSNR perfect stages": score(perfect, cfg.novel), "novel PSNR all views": score(every, cfg.novel),
+            "source PSNR initial": score(initial, [0.0]), "source PSNR perfect stages": score(perfect, [0.0])}
 
 
 def summarise(rows: list[dict], groups: dict[str, tuple[str, ...]]) -> dict[str, dict[str, float]]:
@@ -65,13 +66,16 @@ def summarise(rows: list[dict], groups: dict[str, tuple[str, ...]]) -> dict[str,
         per_seed = {}
         for seed in sorted({r["seed"] for r in rows}):
             mine = [r for r in rows if r["subject"] in names and r["seed"] == seed]
-            per_seed[seed] = {k: float(np.mean([r[k] for r in mine])) for k in mine[0] if k.startswith("novel")}
+            per_seed[seed] = {k: float(np.mean([r[k] for r in mine])) for k in mine[0] if "PSNR" in k}
         for key in ("perfect stages", "all views"):
             gains = np.array([s[f"novel PSNR {key}"] - s["novel PSNR initial"] for s in per_seed.values()])
             out.setdefault(group, {})[f"{key}: gain over initial dB"] = float(gains.mean())
             out[group][f"{key}: gain over initial dB sd"] = float(gains.std(ddof=1))
         for key in ("initial", "perfect stages", "all views"):
             out[group][f"novel PSNR {key}"] = float(np.mean([s[f"novel PSNR {key}"] for s in per_seed.values()]))
+        drops = np.array([s["source PSNR initial"] - s["source PSNR perfect stages"] for s in per_seed.values()])
+        out[group]["perfect stages: source PSNR drop dB"] = float(drops.mean())
+        out[group]["perfect stages: source PSNR drop dB sd"] = float(drops.std(ddof=1))
     return out
 
 
