@@ -8,7 +8,15 @@ import time
 
 import pytest
 
-from tests.helpers.dashboard import browser, check_png, click, dashboard_server, has_text, keep_screenshot
+from tests.helpers.dashboard import (
+    browser,
+    check_png,
+    click,
+    dashboard_server,
+    has_text,
+    keep_screenshot,
+    set_file_until,
+)
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +34,7 @@ def upload(b, url: str, path, navigate: bool = True) -> str:
     b.wait_for("document.querySelector('input[type=file]') !== null && " + has_text("video or audio, up to") +
                " && !" + has_text("per file"), 60, "the upload widget with the real limit only")
     before = b.js("document.body.innerText")
-    b.set_file("input[type=file]", path)
-    b.wait_for(has_text(path.name), 30, "the upload to reach the server")
+    set_file_until(b, path, has_text(path.name), "the upload to reach the server")
     b.wait_for(click("Analyze"), 30, "an enabled Analyze button")
     return before
 

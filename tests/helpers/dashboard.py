@@ -91,6 +91,19 @@ def click_until(b, label: str, done: str, what: str, tries: int = 3, wait_s: flo
                 raise
 
 
+def set_file_until(b, path: Path, done: str, what: str, tries: int = 3, wait_s: float = 20) -> None:
+    """Give the page's file input `path` until the JS condition `done` holds: a file set while the page reruns
+    (a slider moved just before, on a loaded machine) can land on an input the rerun replaces, and is lost."""
+    for attempt in range(tries):
+        b.set_file("input[type=file]", path)
+        try:
+            b.wait_for(done, wait_s, what)
+            return
+        except TimeoutError:
+            if attempt == tries - 1:
+                raise
+
+
 def expander_text(b, title: str) -> str:
     """What the expander titled `title` shows, with the values of its text boxes: the part of the page that a
     failure is about (the whole page runs past what a CI log keeps)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -28,11 +29,12 @@ import torch
 from training.methods.runner import progress_bar
 from training.methods.tire.experiment import SEEDS, Config, Scorer
 from training.methods.tire.pipeline import INTERIOR, Anchor, resplat
-from training.methods.tire.splats import Camera, splat
+from training.methods.tire.splats import Camera, Splats, splat
 from training.methods.tire.subject import estimated_geometry, generator_guess, photo_texture, subject_scene
 
 
-def oracle(initial, truth, azimuths, size: int, source_weight: float, trusted_rim: bool):
+def oracle(initial: Splats, truth: Splats, azimuths: Iterable[float], size: int, source_weight: float,
+           trusted_rim: bool) -> Splats:
     """The estimated asset re-coloured to fit the true asset's renders at `azimuths` (the source, 0, first)."""
     anchors = []
     for az in azimuths:
