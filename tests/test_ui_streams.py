@@ -246,9 +246,13 @@ def test_a_fired_watch_becomes_a_review_card_that_filters_marks_and_plays(live, 
     b.wait_for(f"{REVIEW_VIDEO} !== null && {REVIEW_VIDEO}.readyState >= 2", 60, "the review player with the clip")
     b.js("document.querySelector('.st-key-review_player').scrollIntoView()")
     start = b.js(f"{REVIEW_VIDEO}.currentTime")
+    # kept in view while it is awaited: Chromium starts a muted autoplay only in view, and the live panels' reruns
+    # move it (as `playing_video` does)
+    look = "(document.querySelector('.st-key-review_player')?.scrollIntoView({block: 'center'}), true)"
     try:  # it plays by itself (nothing clicks the player): not paused, and its time moves on (the panel's 2-s
         # refresh does not remount it)
-        b.wait_for(f"!{REVIEW_VIDEO}.paused && {REVIEW_VIDEO}.currentTime > {start} + 1.5", 60, "the clip playing")
+        b.wait_for(f"{look} && !{REVIEW_VIDEO}.paused && {REVIEW_VIDEO}.currentTime > {start} + 1.5", 60,
+                   "the clip playing")
     except TimeoutError:
         raise AssertionError(b.js(f"[{REVIEW_VIDEO}.paused, {REVIEW_VIDEO}.muted, {REVIEW_VIDEO}.currentTime, "
                                   f"{REVIEW_VIDEO}.error && {REVIEW_VIDEO}.error.message]")) from None

@@ -92,16 +92,21 @@ def click_until(b, label: str, done: str, what: str, tries: int = 3, wait_s: flo
 
 
 def set_file_until(b, path: Path, done: str, what: str, tries: int = 3, wait_s: float = 20) -> None:
-    """Give the page's file input `path` until the JS condition `done` holds: a file set while the page reruns
-    (a slider moved just before, on a loaded machine) can land on an input the rerun replaces, and is lost."""
+    """Give the page's file input `path` until the JS condition `done` holds. Streamlit ignores a file given while
+    the input is disabled (its connection to the server is being re-made, on a loaded machine) and can lose one
+    given while a rerun replaces the input, so each try waits for an enabled input first."""
+    state = ("[...document.querySelectorAll('input[type=file]')].map(i => ({disabled: i.disabled, "
+             "files: i.files.length}))")
     for attempt in range(tries):
-        b.set_file("input[type=file]", path)
+        b.wait_for("[...document.querySelectorAll('input[type=file]')].some(i => !i.disabled)", 60,
+                   "an enabled file input")
+        b.set_file("input[type=file]:not([disabled])", path)
         try:
             b.wait_for(done, wait_s, what)
             return
-        except TimeoutError:
+        except TimeoutError as exc:
             if attempt == tries - 1:
-                raise
+                raise TimeoutError(f"{exc}\nthe file inputs: {b.js(state)}") from None
 
 
 def expander_text(b, title: str) -> str:
