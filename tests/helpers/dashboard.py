@@ -78,35 +78,40 @@ def click(label: str, selector: str = "button") -> str:
             f"{label!r} && !x.disabled); if (b) {{ b.click(); return true; }} return false; }})()")
 
 
-def click_until(b, label: str, done: str, what: str, tries: int = 3, wait_s: float = 20) -> None:
-    """Click the `label` button until the JS condition `done` holds: a click that lands while the page reruns
-    (a loaded machine; a text box committing on Enter) is dropped by Streamlit, so it is made again."""
+def retry_until(act, b, done: str, what: str, tries: int = 3, wait_s: float = 20, state: str | None = None) -> None:
+    """Do `act()` until the JS condition `done` holds: what the page is given while it reruns (a loaded machine)
+    can be dropped by Streamlit, so it is given again. `state`, a JS expression, is added to the last timeout."""
     for attempt in range(tries):
-        b.wait_for(click(label) + " || " + done, 30, f"the {label} button")
+        act()
         try:
             b.wait_for(done, wait_s, what)
             return
-        except TimeoutError:
+        except TimeoutError as exc:
             if attempt == tries - 1:
-                raise
+                if state is None:
+                    raise
+                raise TimeoutError(f"{exc}\nthe page's state: {b.js(state)}") from None
+
+
+def click_until(b, label: str, done: str, what: str, tries: int = 3, wait_s: float = 20) -> None:
+    """Click the `label` button until the JS condition `done` holds: a click that lands while the page reruns
+    (a loaded machine; a text box committing on Enter) is dropped by Streamlit, so it is made again."""
+    retry_until(lambda: b.wait_for(click(label) + " || " + done, 30, f"the {label} button"), b, done, what, tries,
+                wait_s)
 
 
 def set_file_until(b, path: Path, done: str, what: str, tries: int = 3, wait_s: float = 20) -> None:
     """Give the page's file input `path` until the JS condition `done` holds. Streamlit ignores a file given while
     the input is disabled (its connection to the server is being re-made, on a loaded machine) and can lose one
     given while a rerun replaces the input, so each try waits for an enabled input first."""
-    state = ("[...document.querySelectorAll('input[type=file]')].map(i => ({disabled: i.disabled, "
-             "files: i.files.length}))")
-    for attempt in range(tries):
+    def give() -> None:
         b.wait_for("[...document.querySelectorAll('input[type=file]')].some(i => !i.disabled)", 60,
                    "an enabled file input")
         b.set_file("input[type=file]:not([disabled])", path)
-        try:
-            b.wait_for(done, wait_s, what)
-            return
-        except TimeoutError as exc:
-            if attempt == tries - 1:
-                raise TimeoutError(f"{exc}\nthe file inputs: {b.js(state)}") from None
+
+    retry_until(give, b, done, what, tries, wait_s,
+                state="[...document.querySelectorAll('input[type=file]')].map(i => ({disabled: i.disabled, "
+                      "files: i.files.length}))")
 
 
 def expander_text(b, title: str) -> str:

@@ -28,7 +28,7 @@ import torch
 
 from training.methods.runner import progress_bar
 from training.methods.tire.experiment import SEEDS, Config, Scorer
-from training.methods.tire.pipeline import INTERIOR, Anchor, resplat
+from training.methods.tire.pipeline import Anchor, resplat, trusted_pixels
 from training.methods.tire.splats import Camera, Splats, splat
 from training.methods.tire.subject import estimated_geometry, generator_guess, photo_texture, subject_scene
 
@@ -40,8 +40,7 @@ def oracle(initial: Splats, truth: Splats, azimuths: Iterable[float], size: int,
     for az in azimuths:
         camera = Camera(float(az), size=size)
         view, true_view = splat(initial, camera), splat(truth, camera)
-        pixels = ((view.alpha > INTERIOR) | (view.alpha < 1 - INTERIOR)) if trusted_rim and az != 0 else \
-            torch.ones_like(view.alpha, dtype=torch.bool)
+        pixels = trusted_pixels(view) if trusted_rim and az != 0 else torch.ones_like(view.alpha, dtype=torch.bool)
         weight = source_weight if az == 0 else 1.0
         anchors.append(Anchor(view, true_view.image(truth.colours), weight, pixels.float()))
     return resplat(initial, anchors)

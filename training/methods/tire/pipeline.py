@@ -28,6 +28,11 @@ INTERIOR = 0.9
 SEEN = 1.0
 
 
+def trusted_pixels(view: SplatView) -> torch.Tensor:
+    """(P,) bool: the pixels that are surface or background, not the half-transparent rim between them."""
+    return (view.alpha > INTERIOR) | (view.alpha < 1 - INTERIOR)
+
+
 def source_seen(view: SplatView) -> torch.Tensor:
     """The Gaussians (N,) the source view shows by at least one pixel's worth of compositing weight."""
     return view.weights.detach().sum(0) >= SEEN
@@ -108,8 +113,7 @@ def tire_edit(initial: Splats, source: Camera, source_image: torch.Tensor, stage
             mask = (view.alpha > 0.5) & ~tracked
             start = torch.where(tracked.unsqueeze(-1), carried, view.image(initial.colours))
             filled = inpainter.inpaint(view.grid(start), view.grid(mask)).reshape(-1, 3)
-            trusted = (view.alpha > INTERIOR) | (view.alpha < 1 - INTERIOR)  # not the half-transparent rim
-            new.append(Anchor(view, filled, 1.0, trusted.float()))
+            new.append(Anchor(view, filled, 1.0, trusted_pixels(view).float()))
             log.azimuths.append(az)
             log.masked.append(int(mask.sum()))
         anchors += new
