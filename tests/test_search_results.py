@@ -18,6 +18,7 @@ from app.services.recordings import RecordedSpan, Retention, clip_for_job, recor
 from pipelines.media.ingest import ReconnectPolicy, SegmentReader
 from pipelines.media.recorder import LOG_NAME, RecordConfig, Recorder, list_segments, read_log, segment_start
 from pipelines.media.sources import parse_source
+from pipelines.sinks.review import Card
 from pipelines.sinks.store import Store
 from ui.hits import dedupe, frame_jpeg, page_of, page_summary, recording_frame, span_label, when_label
 from ui.recordings import recorded_runs, retention_note, scrubber_chart, scrubber_frame, wall_at
@@ -216,7 +217,8 @@ def test_search_returns_one_hit_per_span_of_a_job(tmp_path):
 def test_dashboard_search_page_and_recordings_scrubber(recording, demo_clip, tmp_path, monkeypatch):
     """The real dashboard under AppTest on a store holding a stopped camera's job and its recording: the search
     hit shows mm:ss, the recording's clock, a thumbnail and a Play that plays the recording from 3 s before; the
-    Recordings expander says what is kept and plays from a typed wall-clock time."""
+    review card of the same moment plays the same seconds in a player of its own; the Recordings expander says
+    what is kept and plays from a typed wall-clock time."""
     import shutil
     from pathlib import Path
 
@@ -232,6 +234,9 @@ def test_dashboard_search_page_and_recordings_scrubber(recording, demo_clip, tmp
     store.append_rows(job_id, "rtsp://127.0.0.1:8554/cam",
                       [{"label": "Telephone_bell_ringing", "modality": "audio", "start": 10.4, "end": 11.3,
                         "confidence": 0.8}], [{"start": 1.0, "end": 8.8, "text": "The phone is ringing in the kitchen."}])
+    card = Card(job_id, "rtsp://127.0.0.1:8554/cam", "watch", "a telephone rings", "a telephone rings",
+                "the last seconds matched it at 00:10-00:11 (score 0.80)", 10.4, 1_700_000_000.0)
+    store.add_or_merge_card(card)
     shutil.copytree(root / job_id, tmp_path / "recordings" / job_id)
     camera_clock(tmp_path / "recordings" / job_id)
     monkeypatch.setenv("FORESIGHT_DB", str(db))
@@ -250,6 +255,14 @@ def test_dashboard_search_page_and_recordings_scrubber(recording, demo_clip, tmp
     assert len(videos) == 1 and videos[0].proto.autoplay and videos[0].proto.muted
     said = [c.value for c in at.caption if c.value.startswith("from the recording (")]
     assert said and "playing from 00:07, 3 s before the moment" in said[0], said
+    # the review card of that moment plays the same seconds of the recording from the same second: two players of
+    # one clip on one page, each autoplaying (one name for both stopped the page: StreamlitDuplicateElementId)
+    at.button(key=f"review_play_{card.id}").click().run()
+    assert not at.exception, at.exception
+    videos = at.get("video")
+    assert len(videos) == 2 and all(v.proto.autoplay and v.proto.muted for v in videos)
+    assert videos[0].proto.url == videos[1].proto.url and videos[0].proto.start_time == videos[1].proto.start_time
+    assert videos[0].proto.id != videos[1].proto.id
 
     assert any("recorded 12:00:00-12:01:19 (00:19); nothing deleted yet (the retention keeps 60 min / 2 GB)"
                in c.value for c in at.caption), [c.value for c in at.caption]
@@ -257,7 +270,7 @@ def test_dashboard_search_page_and_recordings_scrubber(recording, demo_clip, tmp
     at.button(key=f"rec_play_{job_id}").click().run()
     assert not at.exception, at.exception
     assert any(c.value == "playing the recording from 12:01:12 (stream time 00:12)" for c in at.caption)
-    assert len(at.get("video")) == 2 and at.get("video")[-1].proto.autoplay
+    assert len(at.get("video")) == 3 and at.get("video")[-1].proto.autoplay
     at.text_input(key=f"rec_jump_{job_id}").input("11:00:00").run()
     at.button(key=f"rec_play_{job_id}").click().run()
     assert any("11:00:00 is not in the recording (12:00:00-12:01:19)" in w.value for w in at.warning)

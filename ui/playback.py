@@ -18,6 +18,17 @@ from ui.timeline import human_label
 MAX_EVENTS = 6
 
 
+def play_clip(where, media, start_s: int, alt: str) -> None:
+    """Show `media` (an MP4's bytes or a kept file's path) in `where`, playing at once from `start_s`: a click
+    means "play it", and browsers autoplay only a muted player (its controls unmute).
+
+    `alt` (what a screen reader says) must name the panel and the moment. Streamlit names a player by its
+    arguments, so without it the live view's and the review card's Play of one firing, or a search hit's of the
+    same seconds, make two players of one name: the second does not start (Streamlit autoplays a name once while
+    it is on the page), and a run that draws both stops the page (StreamlitDuplicateElementId)."""
+    where.video(media, start_time=start_s, autoplay=True, muted=True, alt=alt)
+
+
 def playable(events: list[dict], alerts: list[dict], moments: list[dict]) -> list[tuple[str, float, str]]:
     """(kind, stream time, name) of what can be played: every fired watch and alert, and the latest events,
     newest first. A moment named twice (an audio and an audio-visual Speech event from the same second) is one
@@ -62,7 +73,7 @@ def playback_panel(store: Store, job_id: str, events: list[dict], alerts: list[d
         player.warning(f"{fmt_time(t)} is not in the recording (not recorded, or older than the retention keeps)")
         return
     begin = max(0.0, t - backend.LEAD_S)
-    # a click means "play it": autoplay (muted, which browsers require for it; the controls unmute)
-    player.video(clip.data, start_time=int(round(clip.offset(begin))), autoplay=True, muted=True)
+    play_clip(player, clip.data, int(round(clip.offset(begin))), f"the live view's recording of {name} ({kind}) at "
+              f"{fmt_time(t)}")
     player.caption(f"from the recording ({fmt_time(clip.start)}-{fmt_time(clip.end)} of the stream): playing from "
                f"{fmt_time(begin)}, {t - begin:.0f} s before {name} ({kind}) at {fmt_time(t)} ({t:.1f} s)")

@@ -21,6 +21,7 @@ from pipelines.sinks.store import Store
 from ui import backend
 from ui.data import fmt_time
 from ui.hits import LIVE_KINDS, clock
+from ui.playback import play_clip
 from ui.timeline import human_label
 
 LANES = ["recording", "events", "alerts", "watches"]
@@ -174,5 +175,5 @@ def scrubber(store: Store, job_id: str, span: RecordedSpan) -> None:
         if clip is None:
             st.warning(f"{clock(epoch)} is not in the recording (not recorded, or older than the retention keeps)")
             return
-        st.video(clip.data, start_time=int(round(clip.offset(t))), autoplay=True, muted=True)
+        play_clip(st, clip.data, int(round(clip.offset(t))), f"the recording from {clock(epoch)}")
         st.caption(f"playing the recording from {clock(epoch)} (stream time {fmt_time(t)})")

@@ -20,6 +20,7 @@ from pipelines.sinks.store import Store
 from ui import backend
 from ui.data import fmt_time
 from ui.picture import data_url
+from ui.playback import play_clip
 
 PAGE = 10
 KIND_NAMES = {"all": "all", "alert": "alert", "watch": "watch", "crossing": "line crossing", "loiter": "loiter",
@@ -68,7 +69,7 @@ def _player(player, playing: tuple | None) -> None:
                        "retention keeps, or a source the dashboard did not keep)")
         return
     kind, media, start, t = what
-    player.video(media.data if kind == "clip" else media, start_time=start, autoplay=True, muted=True)
+    play_clip(player, media.data if kind == "clip" else media, start, f"the review card {card['title']} at {fmt_time(t)}")
     player.caption(f"{card['title']} ({KIND_NAMES.get(card['kind'], card['kind'])}): playing "
                    f"{'its recording' if kind == 'clip' else 'the file'} from {fmt_time(max(0.0, t - backend.LEAD_S))}, "
                    f"{backend.LEAD_S:.0f} s before {'its last firing at ' if t != card['time'] else ''}{fmt_time(t)}")

@@ -18,6 +18,7 @@ from ui import backend
 from ui.data import _readable, fmt_time
 from ui.hits import MAX_RESULTS, THUMB_PX, dedupe, page_of, page_summary, span_label, thumbnail_of, when_label
 from ui.picture import data_url
+from ui.playback import play_clip
 
 
 def hit_key(hit: dict) -> str:
@@ -100,11 +101,11 @@ def _clip(store: Store, hit: dict, folder) -> object:
 def _player(hit: dict, folder, media, clip) -> None:
     begin = max(0.0, float(hit["start"]) - backend.LEAD_S)
     if folder is None:
-        st.video(str(media), start_time=int(begin), autoplay=True, muted=True)
+        play_clip(st, str(media), int(begin), f"the search hit {span_label(hit)} in the kept file")
         st.caption(f"from the kept file, playing from {fmt_time(begin)} ({hit['start'] - begin:.0f} s before the moment)")
     elif clip is None:
         st.warning(f"{fmt_time(hit['start'])} is not in the recording (not recorded, or older than the retention keeps)")
     else:
-        st.video(clip.data, start_time=int(round(clip.offset(begin))), autoplay=True, muted=True)
+        play_clip(st, clip.data, int(round(clip.offset(begin))), f"the search hit {span_label(hit)} in the recording")
         st.caption(f"from the recording ({fmt_time(clip.start)}-{fmt_time(clip.end)} of the stream): playing from "
                    f"{fmt_time(begin)}, {hit['start'] - begin:.0f} s before the moment")
