@@ -54,13 +54,18 @@ main()
 """
 
 
-# A driver joining the cluster as Foresight does, asking a task on the second node what its environment holds.
+# What the probing driver sets: three stage settings that travel to the workers, a path and a secret that do not.
+DRIVER_SETTINGS = {"FORESIGHT_WHISPER_NICE": "7", "FORESIGHT_PREFM": "torch", "FORESIGHT_THREADS": "2",
+                   "FORESIGHT_CACHE": "/driver-only/cache", "FORESIGHT_JUDGE_API_KEY": "driver-secret"}
+TRAVEL = ("FORESIGHT_WHISPER_NICE", "FORESIGHT_PREFM", "FORESIGHT_THREADS")
+PROBED = (*DRIVER_SETTINGS, "OMP_NUM_THREADS")  # the numeric libraries' count follows FORESIGHT_THREADS
+# A driver joining the cluster as Foresight does, asking a task on the second node what its environment holds of
+# the names given as arguments.
 WORKER_ENV_PROBE = """
-import json, os, ray
+import json, os, sys, ray
 from pipelines.spine.runtime import ensure_ray
 ensure_ray()
-names = ["FORESIGHT_WHISPER_NICE", "FORESIGHT_PREFM", "FORESIGHT_THREADS", "OMP_NUM_THREADS", "FORESIGHT_CACHE",
-         "FORESIGHT_JUDGE_API_KEY"]
+names = sys.argv[1:]
 probe = ray.remote(num_cpus=0, resources={"second": 0.01})(lambda: {n: os.environ.get(n) for n in names})
 print(json.dumps(ray.get(probe.remote(), timeout=240)))
 """
@@ -121,10 +126,10 @@ def test_batch_runs_on_both_nodes_of_a_real_cluster(tmp_path):
     head_env = dict(base)
     head_env.pop("RAY_ADDRESS")
     worker_env = dict(base)
-    for env in (head_env, worker_env):  # the nodes start without the settings the driver sends below
-        for name in ("FORESIGHT_WHISPER_NICE", "FORESIGHT_PREFM", "FORESIGHT_THREADS", "OMP_NUM_THREADS",
-                     "FORESIGHT_JUDGE_API_KEY"):
-            env.pop(name, None)
+    for env in (head_env, worker_env):  # the nodes start without the settings the driver sends below (their cache
+        for name in PROBED:  # path stays their own)
+            if name != "FORESIGHT_CACHE":
+                env.pop(name, None)
     nodes = [Node(["--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
                    "--include-dashboard=false", f"--temp-dir={temp}", "--disable-usage-stats"], head_env,
                   tmp_path / "head.log")]
@@ -158,15 +163,14 @@ def test_batch_runs_on_both_nodes_of_a_real_cluster(tmp_path):
 
         # The driver's stage settings reach the cluster's workers, which were started without them; its paths
         # and secrets do not (pipelines/spine/runtime.py: worker_environment).
-        driver = {**base, "FORESIGHT_WHISPER_NICE": "7", "FORESIGHT_PREFM": "torch", "FORESIGHT_THREADS": "2",
-                  "FORESIGHT_CACHE": "/driver-only/cache", "FORESIGHT_JUDGE_API_KEY": "driver-secret"}
-        seen = subprocess.run([sys.executable, "-c", WORKER_ENV_PROBE], env=driver, capture_output=True, text=True,
-                              timeout=300)
+        seen = subprocess.run([sys.executable, "-c", WORKER_ENV_PROBE, *PROBED], env={**base, **DRIVER_SETTINGS},
+                              capture_output=True, text=True, timeout=300)
         assert seen.returncode == 0, seen.stderr[-3000:]
         found = json.loads(seen.stdout.strip().splitlines()[-1])
-        assert found["FORESIGHT_WHISPER_NICE"] == "7" and found["FORESIGHT_PREFM"] == "torch", found
-        assert found["FORESIGHT_THREADS"] == "2" and found["OMP_NUM_THREADS"] == "2", found
-        assert found["FORESIGHT_CACHE"] != "/driver-only/cache" and found["FORESIGHT_JUDGE_API_KEY"] is None, found
+        assert {n: found[n] for n in TRAVEL} == {n: DRIVER_SETTINGS[n] for n in TRAVEL}, found
+        assert found["OMP_NUM_THREADS"] == DRIVER_SETTINGS["FORESIGHT_THREADS"], found
+        assert found["FORESIGHT_CACHE"] != DRIVER_SETTINGS["FORESIGHT_CACHE"], found
+        assert found["FORESIGHT_JUDGE_API_KEY"] is None, found
     finally:
         for node in reversed(nodes):
             node.stop()

@@ -27,10 +27,9 @@ import numpy as np
 import torch
 
 from training.methods.runner import progress_bar
-from training.methods.tire.experiment import SEEDS, Config, Scorer
+from training.methods.tire.experiment import SEEDS, Config, subject_setup
 from training.methods.tire.pipeline import Anchor, resplat, trusted_pixels
 from training.methods.tire.splats import Camera, Splats, splat
-from training.methods.tire.subject import estimated_geometry, generator_guess, photo_texture, subject_scene
 
 
 def oracle(initial: Splats, truth: Splats, azimuths: Iterable[float], size: int, source_weight: float,
@@ -48,10 +47,8 @@ def oracle(initial: Splats, truth: Splats, azimuths: Iterable[float], size: int,
 
 def ceiling_row(name: str, cfg: Config, seed: int) -> dict:
     """Novel-view PSNR of the generator's asset and of the two oracles on one subject and geometry draw."""
-    truth = subject_scene(cfg.gaussians, photo_texture(name, shape=(48, cfg.columns)), mirror=True)
-    source = Camera(0.0, size=cfg.size)
-    score = Scorer(truth, (0.0, 180.0, *cfg.novel), cfg.size)
-    initial = generator_guess(estimated_geometry(truth, seed), source, score.views[0.0].image(truth.colours))
+    subject = subject_setup(name, cfg, seed)
+    truth, score, initial = subject.truth, subject.score, subject.initial
     staged = [0.0, *(az for stage in cfg.stages for az in stage)]
     perfect = oracle(initial, truth, staged, cfg.size, cfg.source_weight, trusted_rim=True)
     every = oracle(initial, truth, range(-180, 180, 10), cfg.size, 1.0, trusted_rim=False)

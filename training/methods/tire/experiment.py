@@ -22,7 +22,7 @@ import torch
 
 from training.methods.runner import Experiment, Result
 from training.methods.tire.pipeline import agreement_psnr, psnr, tire_edit
-from training.methods.tire.splats import Camera, splat
+from training.methods.tire.splats import Camera, Splats, splat
 from training.methods.tire.subject import estimated_geometry, generator_guess, photo_texture, subject_scene
 
 # Validation: every photograph any setting or variant was chosen or compared on (the earlier pages' reported
@@ -70,15 +70,35 @@ class Scorer:
         return psnr(back.image(self.truth.colours), front.image(self.truth.colours), front.alpha > 0.5)
 
 
-def run_subject(name: str, cfg: Config, columns: int | None = None, seed: int = 0) -> dict:
-    """One subject: novel-view and source-view PSNR of the initial asset, TIRE and the one-shot ablation. The
-    method sees the source photo and the generator's asset (its geometry drawn with `seed`), never the truth."""
+@dataclass
+class Subject:
+    """What every run on one subject starts from: the true asset (for scoring only), the source camera, the
+    scorer, the subject photo (all a method is given of the truth) and the generator's asset made from it."""
+
+    truth: Splats
+    source: Camera
+    score: Scorer
+    photo: torch.Tensor
+    initial: Splats
+
+
+def subject_setup(name: str, cfg: Config, seed: int, columns: int | None = None) -> Subject:
+    """Subject `name` wrapped around the sphere (`columns` photo columns front to back), and the generator's
+    asset on the geometry drawn with `seed`."""
     columns = cfg.columns if columns is None else columns
     truth = subject_scene(cfg.gaussians, photo_texture(name, shape=(48, columns)), mirror=True)
     source = Camera(0.0, size=cfg.size)
     score = Scorer(truth, (0.0, 180.0, *cfg.novel), cfg.size)
-    photo = score.views[0.0].image(truth.colours)  # the subject photo: all the method is given of the truth
-    initial = generator_guess(estimated_geometry(truth, seed), source, photo)
+    photo = score.views[0.0].image(truth.colours)
+    return Subject(truth, source, score, photo, generator_guess(estimated_geometry(truth, seed), source, photo))
+
+
+def run_subject(name: str, cfg: Config, columns: int | None = None, seed: int = 0) -> dict:
+    """One subject: novel-view and source-view PSNR of the initial asset, TIRE and the one-shot ablation. The
+    method sees the source photo and the generator's asset (its geometry drawn with `seed`), never the truth."""
+    columns = cfg.columns if columns is None else columns
+    subject = subject_setup(name, cfg, seed, columns)
+    source, score, photo, initial = subject.source, subject.score, subject.photo, subject.initial
     stages = [list(s) for s in cfg.stages]
     arms = {"top": cfg.top, "source_weight": cfg.source_weight, "freeze_seen": cfg.freeze_seen}
     staged, log = tire_edit(initial, source, photo, stages, progressive=True, **arms)
