@@ -37,6 +37,7 @@ import ray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._media import long_clip  # noqa: E402
+from models.encoders.detectors import DEFAULT_DETECTOR, DETECTOR_NAMES  # noqa: E402
 from pipelines import AnalyzeOptions, Pipeline, StageConfig  # noqa: E402
 from pipelines.spine.budget import LatencyBudget  # noqa: E402
 from pipelines.spine.runtime import ensure_ray  # noqa: E402
@@ -264,11 +265,13 @@ def main() -> None:
                          "this mean latency (the stated degradation; its decisions are printed per stream)")
     ap.add_argument("--track", action="store_true",
                     help="track objects (the tracking defaults, a counting line across the middle; docs/tracking.md)")
+    ap.add_argument("--detector", choices=DETECTOR_NAMES, default=DEFAULT_DETECTOR,
+                    help=f"the object detector (default {DEFAULT_DETECTOR}; docs/perception.md)")
     args = ap.parse_args()
     if args.streams < 1 or args.seconds < 5:
         ap.error("--streams must be at least 1 and --seconds at least 5")
     budget = LatencyBudget(latency_s=args.latency_budget) if args.latency_budget else None
-    stages = StageConfig(visual=not args.no_visual, motion_gate=args.motion_gate or None)
+    stages = StageConfig(visual=not args.no_visual, motion_gate=args.motion_gate or None, detector=args.detector)
     options = AnalyzeOptions(stages=stages, duration_s=args.seconds, rtsp_transport="udp", budget=budget)
     if args.track:
         from app.services.track_settings import enable_tracking
@@ -314,7 +317,7 @@ def main() -> None:
     print(json.dumps({"streams": args.streams, "p95_s": round(max(p95), 3), "dropped_segments": sum(dropped),
                       "rss_gb": round(max(samples), 2), "rss_gb_one_stream": round(max(one), 2),
                       "p95_s_one_stream": round(p95_one, 3), "scene": args.scene,
-                      "motion_gate": args.motion_gate, "track": args.track,
+                      "motion_gate": args.motion_gate, "track": args.track, "detector": args.detector,
                       "track_fps": options.stages.track_fps if args.track else None,
                       "cpu_cores_per_stream": round(many_run.cores / args.streams, 3),
                       "transcript_delay_s_max": max((d for r in results for d in r["transcript_delay_s"]), default=None),

@@ -25,7 +25,8 @@ from pathlib import Path
 from benchmarks.tracking import accumulate, line_errors, mot_summary, options
 from pipelines.stages.config import MOVING_CLASSES as MOVING
 
-DETECTORS = ("ssd-mobilenetv2", "nanodet", "yolov3-tiny")
+FUSED = "ssd-mobilenetv2+nanodet"  # replayed from its members' captures (fused_capture)
+DETECTORS = ("ssd-mobilenetv2", "nanodet", "yolov3-tiny", FUSED)
 GRIDS = {
     # round 2: rate, floors, motion rule, buffer and classes (docs/results/tracking_sweep_val_*.json)
     "round2": {"track_fps": (4.0, 12.0), "track_min_score": (0.1, 0.2, 0.3, 0.4), "track_high": (None, 0.3, 0.5),
@@ -91,6 +92,13 @@ GRIDS = {
                 "track_buffer_s": (1.5,), "track_match": (0.2,), "classes": ("moving",), "track_min_hits": (1,),
                 "track_confirm_score": (0.0,), "track_line_hits": (1, 2, 3, 4), "track_fill": (True,),
                 "track_nms": (0.5,), "track_min_seen": (4,), "track_still_people": (False,)},
+    # round 6 (session 32): the fused SSD + NanoDet detector, its members' weights and the tracker's two score
+    # thresholds (its boxes score on their own scale), round 5's other knobs
+    "round6": {"fuse_weights": ((1.0, 1.0), (2.0, 1.0), (3.0, 1.0)), "track_fps": (4.0,),
+               "track_min_score": (0.1, 0.15, 0.2), "track_high": (0.2, 0.3, 0.4), "track_moved": (0.1,),
+               "track_buffer_s": (1.5,), "track_match": (0.2,), "classes": ("moving",), "track_min_hits": (1,),
+               "track_confirm_score": (0.0,), "track_line_hits": (2,), "track_fill": (True,), "track_nms": (0.5,),
+               "track_min_seen": (4,), "track_still_people": (False,)},
 }
 GRID = GRIDS["round2"]
 # what a grid that does not name them replays with
@@ -156,27 +164,66 @@ def capture_folder(cache: Path, detector: str, floor: str) -> Path:
     return cache / (detector if floor == CAPTURE_FLOOR else f"{detector}@{floor}")
 
 
+def recorded(root: Path, truths: list[dict], names: list[str], cache: Path, detector: str, floor: str) -> list:
+    """Each clip's seconds as `detector` gave them to the tracking stage, captured once and cached."""
+    out = []
+    for truth, name in zip(truths, names, strict=True):
+        path = capture_folder(cache, detector, floor) / f"{name}.json"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(capture(root / truth["clip"], truth["line"], detector, floor)))
+            print(f"captured {detector} {name}", file=sys.stderr, flush=True)
+        out.append(json.loads(path.read_text()))
+    return out
+
+
+def fused_capture(members: list[list], weights: tuple[float, ...], floor: float) -> list:
+    """The fused detector's seconds rebuilt from its members' captures (made at or below their own floors): each
+    member's boxes down to its floor, fused with `weights` by `FusedDetector`'s own `fuse`, down to `floor`."""
+    from models.encoders.fused import MEMBERS, fuse
+
+    clips = []
+    for per_member in zip(*members, strict=True):
+        frames_of = [{(s["index"], round(f["t"], 3)): f for s in clip for f in s["frames"]} for clip in per_member]
+        seconds = []
+        for second in per_member[0]:
+            frames = []
+            for f in second["frames"]:
+                key = (second["index"], round(f["t"], 3))
+                dets = [[d for d in m.get(key, {"detections": []})["detections"] if d["score"] >= m_floor]
+                        for m, (_, _, m_floor) in zip(frames_of, MEMBERS, strict=True)]
+                frames.append({**f, "detections": fuse(dets, weights, floor)})
+            seconds.append({"index": second["index"], "frames": frames})
+        clips.append(seconds)
+    return clips
+
+
 def sweep(root: Path, split: str, cache: Path, detectors: tuple[str, ...], grid: dict = GRID,
           floor: str = CAPTURE_FLOOR) -> list[dict]:
+    from models.encoders.fused import MEMBERS
+
     truths = [json.loads(p.read_text()) for p in split_truths(root, split)]
     names = [Path(t["clip"]).stem for t in truths]
     rows = []
     for detector in detectors:
-        recorded = []
-        for truth, name in zip(truths, names, strict=True):
-            path = capture_folder(cache, detector, floor) / f"{name}.json"
-            if not path.exists():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(capture(root / truth["clip"], truth["line"], detector, floor)))
-                print(f"captured {detector} {name}", file=sys.stderr, flush=True)
-            recorded.append(json.loads(path.read_text()))
+        if detector == FUSED:
+            members = [recorded(root, truths, names, cache, name, floor) for name, _, _ in MEMBERS]
+            fused = {}
+        else:
+            seconds = recorded(root, truths, names, cache, detector, floor)
         for values in itertools.product(*grid.values()):
             setting = dict(zip(grid, values, strict=True))
+            if detector == FUSED:
+                weights = setting.get("fuse_weights", tuple(w for _, w, _ in MEMBERS))
+                if weights not in fused:
+                    fused[weights] = fused_capture(members, weights, float(floor))
+                seconds = fused[weights]
             if setting["track_high"] is not None and setting["track_high"] <= setting["track_min_score"]:
                 continue
             if setting["track_min_score"] < float(floor):
                 raise SystemExit(f"--capture-floor {floor} is above the grid's floor {setting['track_min_score']}")
-            results = [replay(sec, truth, setting) for sec, truth in zip(recorded, truths, strict=True)]
+            knobs = {k: v for k, v in setting.items() if k != "fuse_weights"}
+            results = [replay(sec, truth, knobs) for sec, truth in zip(seconds, truths, strict=True)]
             overall = mot_summary([a for a, _ in results], names)["OVERALL"]
             rows.append({"detector": detector, **setting, **overall,
                          "line_abs_error": sum(e for _, (e, _) in results),
@@ -190,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split", choices=("val", "train", "val+train"), default="val",
                    help="the clips replayed (settings are chosen on val, and since round 5 on val and train)")
     p.add_argument("--cache", type=Path, default=Path("data/trackcache"), help="recorded detections (JSON)")
-    p.add_argument("--detector", action="append", choices=DETECTORS, help="default: all three")
+    p.add_argument("--detector", action="append", choices=DETECTORS, help="default: all of them")
     p.add_argument("--grid", choices=tuple(GRIDS), default="round2", help="the settings swept (default round2)")
     p.add_argument("--capture-floor", default=CAPTURE_FLOOR, metavar="SCORE",
                    help=f"the lowest box score recorded (default {CAPTURE_FLOOR}); a grid may not go below it")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from models.encoders.detector import BatchedDetector
 from models.errors import BadInput
 
-DETECTOR_NAMES: tuple[str, ...] = ("yolov3-tiny", "ssd-mobilenetv2", "nanodet")
+DETECTOR_NAMES: tuple[str, ...] = ("yolov3-tiny", "ssd-mobilenetv2", "nanodet", "ssd-mobilenetv2+nanodet")
 DEFAULT_DETECTOR = "ssd-mobilenetv2"  # chosen on the labelled set's val split: docs/perception.md
 # Measured by benchmarks/detectors.py but not offered: CenterNet lost to NanoDet on val (docs/perception.md).
 MEASURED_DETECTORS: tuple[str, ...] = (*DETECTOR_NAMES, "centernet")
@@ -36,6 +36,10 @@ def make_detector(name: str, conf: float | None = None, size: int | None = None)
         from models.encoders.nanodet import NanodetDetector
 
         return NanodetDetector(**kw)
+    if name == "ssd-mobilenetv2+nanodet":
+        from models.encoders.fused import FusedDetector
+
+        return FusedDetector(**{k: v for k, v in kw.items() if k == "conf"})
     if name == "centernet":
         from models.encoders.centernet import CenternetDetector
 

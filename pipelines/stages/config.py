@@ -33,6 +33,12 @@ def no_picture(source: str) -> str:
     return f"{source}: has no picture, and tracking, zones and lines need one"
 
 
+# The tracker's (floor, high) per detector, chosen on the tracking set's val and train (docs/tracking.md): round 5's
+# for every detector but the fused pair, whose single-detector boxes score a third or two thirds of their own.
+DEFAULT_TRACK_SCORES = (0.1, 0.2)
+TRACK_SCORES = {"ssd-mobilenetv2+nanodet": (0.15, 0.3)}
+
+
 @dataclass
 class StageConfig:
     asr: bool = True
@@ -101,8 +107,8 @@ class StageConfig:
     lines: tuple = ()  # models.zones.LineSpec
     loiter_s: float = 30.0
     # The tracker's knobs (chosen on the tracking set's val split, docs/tracking.md): detections below
-    # `track_min_score` never reach ByteTrack (None: `visual_min_score`); ByteTrack's first association and new
-    # tracks take `track_high` and up (None: the floor); a lost track waits `track_buffer_s`; a match needs IoU
+    # `track_min_score` never reach ByteTrack; ByteTrack's first association and new
+    # tracks take `track_high` and up; a lost track waits `track_buffer_s`; a match needs IoU
     # `track_match`; a track is reported once its box centre has moved `track_moved` of the picture from where
     # it was first seen (Frigate's rule: static false positives on a textured background never move; 0: off),
     # and only for `track_classes` (empty: every class). Round 3 (docs/tracking.md): ByteTrack gives a track
@@ -119,8 +125,9 @@ class StageConfig:
     # `track_min_seen` (2 -> 4, chosen on val); then, chosen on val and train together, a person standing still
     # is no longer reported before it moves (`track_still_people`; one lying still is), `track_moved` 0.06 ->
     # 0.1, `track_buffer_s` 1 -> 1.5 and `track_line_hits` 1 -> 2.
-    track_min_score: float | None = 0.1
-    track_high: float | None = 0.2
+    # Round 6 (session 32): None takes the detector's (TRACK_SCORES: a detector's scores are on its own scale).
+    track_min_score: float | None = None
+    track_high: float | None = None
     track_buffer_s: float = 1.5
     track_match: float = 0.2
     track_moved: float = 0.1
@@ -133,6 +140,13 @@ class StageConfig:
     track_fill: bool = True
     track_still_people: bool = False  # every person is reported before it moves (False: only one lying)
     track_tracker: str = "bytetrack"  # TRACKERS: which `trackers` 2.6.1 tracker (tracking.make_tracker)
+
+    def tracker_scores(self) -> tuple[float, float]:
+        """(floor, high): boxes under the floor never reach the tracker; ByteTrack starts tracks and matches first
+        on boxes of `high` and up (at least the floor). The knobs where set, else the detector's."""
+        floor, high = TRACK_SCORES.get(self.detector, DEFAULT_TRACK_SCORES)
+        floor = floor if self.track_min_score is None else self.track_min_score
+        return floor, max(high if self.track_high is None else self.track_high, floor)
 
     def __post_init__(self) -> None:
         self.yamnet = _yamnet_choice(self.yamnet)

@@ -92,7 +92,7 @@ class TrackStage:
 
     def _floor(self) -> float:
         c = self.config
-        return c.track_min_score if c.track_min_score is not None else c.visual_min_score
+        return c.tracker_scores()[0]
 
     def _confirmed(self, frame: dict, tid: int, label: str, score: float, box: list[float]) -> bool:
         """Whether track `tid` is reported: once its box centre has moved `track_moved` (share of the picture)
@@ -267,7 +267,7 @@ def make_tracker(c: StageConfig, floor: float):
     import trackers
 
     fps = tracker_fps(c)
-    high = max(c.track_high if c.track_high is not None else floor, floor)
+    high = max(c.tracker_scores()[1], floor)
     # `trackers` counts the lost-track buffer in frames at 30 fps, whatever `frame_rate` is (before session 28 it
     # was given frames at `fps`: the "2 s" kept a lost track 0.27 s)
     common = {"frame_rate": fps, "lost_track_buffer": max(1, int(round(c.track_buffer_s * 30))),

@@ -19,7 +19,7 @@ class VisualStage:
         visual = VisualConfig(detector=config.detector, pose_model=config.pose, yolo_size=config.yolo_size,
                               prompt=config.visual_prompt,
                               detect_every_frame=config.track, motion_gate=config.motion_gate,
-                              track_floor=config.track_min_score if config.track else None,
+                              track_floor=config.tracker_scores()[0] if config.track else None,
                               keepalive_s=config.keepalive_s)
         self.analyzer = VisualAnalyzer(visual) if config.visual else None
 
