@@ -37,9 +37,10 @@ def make_detector(name: str, conf: float | None = None, size: int | None = None)
 
         return NanodetDetector(**kw)
     if name == "ssd-mobilenetv2+nanodet":
-        from models.encoders.fused import FusedDetector
+        from models.encoders.fused import MEMBERS, FusedDetector
 
-        return FusedDetector(**{k: v for k, v in kw.items() if k == "conf"})
+        return FusedDetector([make_detector(member, conf=floor) for member, _, floor in MEMBERS],
+                             **{k: v for k, v in kw.items() if k == "conf"})
     if name == "centernet":
         from models.encoders.centernet import CenternetDetector
 

@@ -65,11 +65,10 @@ class FusedDetector(BatchedDetector):
 
     name = "ssd-mobilenetv2+nanodet"
 
-    def __init__(self, conf: float = 0.3):
-        from models.encoders.detectors import make_detector
-
+    def __init__(self, members: list[BatchedDetector], conf: float = 0.3):
+        """`members`: MEMBERS' detectors, in that order, each built at its floor (`detectors.make_detector`)."""
         super().__init__()
-        self.members = [make_detector(name, conf=floor) for name, _, floor in MEMBERS]
+        self.members = members
         self.weights = tuple(w for _, w, _ in MEMBERS)
         self.labels = coco_labels()
         self.conf = conf
