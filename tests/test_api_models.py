@@ -53,7 +53,8 @@ def test_unknown_model_names_are_422_naming_the_field_and_the_choices(server, de
             "pose": (post_clip(c, path, pose="openpose"),
                      "pose: unknown name; choose one of: mediapipe, movenet-multipose"),  # never the value
             "detector": (post_clip(c, path, detector="yolo9"),
-                         "detector: unknown name; choose one of: yolov3-tiny, ssd-mobilenetv2, nanodet"),
+                         "detector: unknown name; choose one of: yolov3-tiny, ssd-mobilenetv2, nanodet, "
+                         "ssd-mobilenetv2+nanodet"),
             "two poses": (post_clip(c, path, pose=["mediapipe", "movenet-multipose"]), "pose: give one name, not 2"),
         }
         for name, (resp, reason) in cases.items():
