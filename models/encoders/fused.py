@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from models.encoders.detector import BatchedDetector, coco_labels
+from models.encoders.people import iou
 
 # (detector, weight, the floor it runs at): weights chosen on the tracking set's val and train (docs/tracking.md,
 # Round 6); NanoDet's NMS over every cell and class grows with the boxes over its floor, so it stops at 0.05.
@@ -23,15 +24,7 @@ MEMBERS: tuple[tuple[str, float, float], ...] = (("ssd-mobilenetv2", 2.0, 0.02),
 FUSE_IOU = 0.55  # the paper's default
 
 
-def box_iou(a: list[float], b: list[float]) -> float:
-    """IoU of two (x0, y0, x1, y1) boxes."""
-    w, h = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
-    inter = max(0.0, w) * max(0.0, h)
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
-def fuse(per_detector: list[list[dict]], weights: tuple[float, ...], floor: float, iou: float = FUSE_IOU) -> list[dict]:
+def fuse(per_detector: list[list[dict]], weights: tuple[float, ...], floor: float, min_iou: float = FUSE_IOU) -> list[dict]:
     """One frame's detections from each detector -> the fused detections scoring `floor` and up, best first."""
     out = []
     for label in sorted({d["label"] for dets in per_detector for d in dets}):
@@ -40,9 +33,9 @@ def fuse(per_detector: list[list[dict]], weights: tuple[float, ...], floor: floa
                         for d in dets if d["label"] == label), key=lambda x: -x[0])
         clusters: list[tuple[list[float], list[tuple[float, int, list[float]]]]] = []
         for score, m, box in boxes:
-            overlaps = [box_iou(fused, box) for fused, _ in clusters]
+            overlaps = [iou(fused, box) for fused, _ in clusters]
             best = int(np.argmax(overlaps)) if overlaps else -1
-            if best < 0 or overlaps[best] <= iou:
+            if best < 0 or overlaps[best] <= min_iou:
                 clusters.append((list(box), [(score, m, box)]))
                 continue
             members = clusters[best][1]

@@ -49,7 +49,7 @@ class TrackStage:
         self._counter = LineCounter(self.config.track_line_hits)
         self.tracker = None
         if c.track:
-            self.tracker = make_tracker(c, self._floor())
+            self.tracker = make_tracker(c)
         self._zones = [(z, _polygon(z.points)) for z in self.config.zones]
         self._lines = [(x, _segment(x)) for x in self.config.lines]
 
@@ -91,8 +91,7 @@ class TrackStage:
         return record
 
     def _floor(self) -> float:
-        c = self.config
-        return c.tracker_scores()[0]
+        return self.config.tracker_scores()[0]
 
     def _confirmed(self, frame: dict, tid: int, label: str, score: float, box: list[float]) -> bool:
         """Whether track `tid` is reported: once its box centre has moved `track_moved` (share of the picture)
@@ -259,7 +258,7 @@ def tracker_fps(c: StageConfig) -> float:
     return max(c.track_fps or DEFAULT_TRACK_FPS, 1.0)
 
 
-def make_tracker(c: StageConfig, floor: float):
+def make_tracker(c: StageConfig):
     """The `trackers` 2.6.1 tracker named by `track_tracker` with the stage's knobs: ByteTrack (the default),
     OC-SORT, C-BIoU (buffered IoU, for large steps between samples) or BoT-SORT without camera-motion
     compensation (a still camera; the stage has no pixels). Their own association thresholds stay as shipped
@@ -267,7 +266,7 @@ def make_tracker(c: StageConfig, floor: float):
     import trackers
 
     fps = tracker_fps(c)
-    high = max(c.tracker_scores()[1], floor)
+    high = c.tracker_scores()[1]  # at least the floor
     # `trackers` counts the lost-track buffer in frames at 30 fps, whatever `frame_rate` is (before session 28 it
     # was given frames at `fps`: the "2 s" kept a lost track 0.27 s)
     common = {"frame_rate": fps, "lost_track_buffer": max(1, int(round(c.track_buffer_s * 30))),
