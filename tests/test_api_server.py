@@ -232,7 +232,8 @@ def test_stream_feed_delivers_live_events_from_rtsp(server, rtsp_server):
         assert clip.status_code == 200 and clip.headers["content-type"] == "video/mp4", clip.text
         # from the keyframe before the asked start (the demo has one a second; the stream's first is recorded).
         # Asked from 0, it starts at the first keyframe, which comes up to a GOP (1 s) after the stream clock's
-        # start (its first audio), and later when a loaded machine joins the RTSP loop slowly (1.45 s seen).
+        # start (its first audio), and later when a loaded machine joins the RTSP loop slowly (1.45 s seen). A first
+        # event that ends before that keyframe (0.0-0.6 s) gets the clip from it, not a 404.
         assert float(clip.headers["x-clip-start"]) <= max(0.0, ev["start"] - 3) + 2.0
         with av.open(io.BytesIO(clip.content)) as container:  # the recording, playable from its first frame
             assert next(container.decode(video=0)).width == 640

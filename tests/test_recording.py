@@ -159,6 +159,36 @@ def test_the_open_segment_is_readable_up_to_its_last_packet(demo_clip, tmp_path)
     recorder.close()
 
 
+def _record_from(demo: str, folder, joined_s: float) -> float:
+    """The demo recorded as a camera joined `joined_s` into its clock (the recorder waits for a keyframe, as it
+    does for a stream whose clock starts with its first audio); returns the recording's first stream time."""
+    recorder = Recorder(RecordConfig(str(folder), segment_s=600.0))
+    with av.open(demo) as container:
+        streams = [container.streams.video[0], container.streams.audio[0]]
+        recorder.connect(streams, lambda t: t)
+        for packet in container.demux(streams):
+            if packet.pts is not None and joined_s <= float(packet.pts * packet.time_base) <= joined_s + 4.0:
+                recorder.write(packet)
+    recorder.close()
+    return recorded_range(folder)[0]
+
+
+def test_a_range_before_the_streams_first_keyframe_is_served_from_it(demo_clip, tmp_path):
+    """A live stream's first event can end before its first recorded keyframe (0.0-0.6 s, keyframe at 0.8 s): its
+    clip starts at that keyframe rather than being refused. A recording that starts later (the retention removed
+    its start) still refuses a range before it."""
+    first = _record_from(str(demo_clip[0]), tmp_path / "joined", 0.3)
+    assert 0.3 < first <= 1.05  # the demo has a keyframe a second
+    clip = cut_clip(tmp_path / "joined", 0.0, 0.25)
+    assert clip.start == pytest.approx(first, abs=1e-3) and clip.end >= first + 0.2
+    assert len(clip_frames(clip.data)) >= 5
+    late = _record_from(str(demo_clip[0]), tmp_path / "late", 4.3)
+    assert late > 4.3
+    with pytest.raises(NotRecorded):
+        cut_clip(tmp_path / "late", 0.0, 0.6)
+    assert cut_clip(tmp_path / "late", late, late + 1.0).start == pytest.approx(late, abs=1e-3)
+
+
 def test_an_rtsp_recording_keeps_its_first_seconds_playable(rtsp_server, tmp_path):
     """Over RTSP a stream's clock steps back a few milliseconds when the first RTCP sender report re-syncs it
     (audio about 3 s in): the muxer refused that packet, the first segment ended early, and no clip reaching into

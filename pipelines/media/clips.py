@@ -3,7 +3,10 @@ cover a stream-time range are remuxed into one MP4 that a browser plays.
 
 A clip starts on the last video keyframe at or before the asked start (a player cannot start between
 keyframes without the frames before), so `Clip.start` (the stream time of the clip's 0) can be a little
-earlier than asked; `Clip.offset(t)` is where stream time `t` is in the clip.
+earlier than asked; `Clip.offset(t)` is where stream time `t` is in the clip. The recorder starts at the
+stream's first video keyframe, which comes up to a GOP (or a slow RTSP join) after the stream clock's 0 (its
+first audio): a range before it, such as a first event at 0.0-0.6 s, is served from that keyframe, later than
+asked.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import av
 from pipelines.media.recorder import OFFSET_S, TIME_BASE, Timestamps, list_segments, segment_start
 
 MAX_CLIP_S = 120.0
+FIRST_KEYFRAME_LEAD_S = 3.0  # how late a recording's first keyframe may start and still be the stream's start
 
 
 class NotRecorded(LookupError):
@@ -79,14 +83,17 @@ class _Reader:
 
 
 def cut_clip(folder: str | Path, start: float, end: float) -> Clip:
-    """The recording between stream times `start` and `end` (at most MAX_CLIP_S) as an MP4; NotRecorded when
-    the recording holds none of it, ValueError for a bad range."""
+    """The recording between stream times `start` and `end` (at most MAX_CLIP_S) as an MP4 (from the stream's
+    first keyframe for a range before it); NotRecorded when the recording holds none of it, ValueError for a bad
+    range."""
     if not (math.isfinite(start) and math.isfinite(end) and 0 <= start < end):
         raise ValueError("a clip needs 0 <= start < end")
     if end - start > MAX_CLIP_S:
         raise ValueError(f"a clip is at most {MAX_CLIP_S:.0f} s long")
     segments = list_segments(folder)
     starts = [segment_start(p) for p in segments]
+    if starts and end < starts[0] <= FIRST_KEYFRAME_LEAD_S:  # before the stream's first recorded keyframe
+        start, end = starts[0], starts[0] + (end - start)
     chosen = [p for i, p in enumerate(segments)
               if starts[i] <= end and (i + 1 == len(segments) or starts[i + 1] > start)]
     with _Reader(chosen) as reader:
