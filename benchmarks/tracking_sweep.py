@@ -99,10 +99,23 @@ GRIDS = {
                "track_buffer_s": (1.5,), "track_match": (0.2,), "classes": ("moving",), "track_min_hits": (1,),
                "track_confirm_score": (0.0,), "track_line_hits": (2,), "track_fill": (True,), "track_nms": (0.5,),
                "track_min_seen": (4,), "track_still_people": (False,)},
+    # round 7 (session 33): a crossing counted at once from `track_line_margin` beyond the line, with the line
+    # hysteresis again, at round 5's setting; round 7b adds the linking of a lost track to a new one nearby
+    # (`track_relink_s`, `track_relink_reach`); round7-fused is 7b for the pair at round 6's setting
+    "round7": {"track_fps": (4.0,), "track_min_score": (0.1,), "track_high": (0.2,), "track_moved": (0.1,),
+               "track_buffer_s": (1.5,), "track_match": (0.2,), "classes": ("moving",), "track_min_hits": (1,),
+               "track_confirm_score": (0.0,), "track_line_hits": (1, 2, 3),
+               "track_line_margin": (0.0, 0.01, 0.02, 0.03, 0.05, 0.08), "track_relink_s": (0.0,),
+               "track_fill": (True,), "track_nms": (0.5,), "track_min_seen": (4,), "track_still_people": (False,)},
 }
+GRIDS["round7b"] = {**GRIDS["round7"], "track_line_hits": (2,), "track_line_margin": (0.0, 0.03, 0.05),
+                    "track_relink_s": (0.0, 1.0, 2.0, 3.0, 5.0), "track_relink_reach": (0.5, 1.0, 1.5)}
+GRIDS["round7-fused"] = {**GRIDS["round7b"], "fuse_weights": ((2.0, 1.0),), "track_min_score": (0.15,),
+                         "track_high": (0.3,)}
 GRID = GRIDS["round2"]
-# what a grid that does not name them replays with
-BEFORE_ROUND4 = {"track_nms": None, "track_fill": False, "track_min_seen": 1, "track_still_people": True}
+# what a grid that does not name them replays with (the knobs as they were before rounds 4 and 7)
+EARLIER = {"track_nms": None, "track_fill": False, "track_min_seen": 1, "track_still_people": True,
+           "track_line_margin": 0.0, "track_relink_s": 0.0}
 CAPTURE_FLOOR = "0.1"  # the recorded boxes go down to this score (--capture-floor); each setting's floor filters them
 
 
@@ -142,7 +155,7 @@ def run_stage(seconds: list[dict], truth: dict, setting: dict) -> tuple[list[dic
     from pipelines.stages.tracking import TrackStage
 
     cfg = options(truth["line"]).stages
-    setting = {**BEFORE_ROUND4, **setting}
+    setting = {**EARLIER, **setting}
     classes = MOVING if setting["classes"] == "moving" else ()
     cfg = replace(cfg, **{k: v for k, v in setting.items() if k != "classes"}, track_classes=classes)
     step = int(round(truth["fps"] / setting["track_fps"]))

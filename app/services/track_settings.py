@@ -35,6 +35,14 @@ def add_tracking_flags(p) -> None:
     p.add_argument("--track-line-hits", type=int, metavar="N",
                    help="a line crossing counts once the track is seen N times in a row on the new side (default 2, "
                         "chosen on val and train: docs/tracking.md)")
+    p.add_argument("--track-line-margin", type=float, metavar="SHARE",
+                   help="a sighting this share of the picture beyond a line counts its crossing at once, whatever "
+                        "--track-line-hits (default 0.05, chosen on val and train: docs/tracking.md; 0: off)")
+    p.add_argument("--track-relink-s", type=float, metavar="SECONDS",
+                   help="a new track that begins near where another was lost up to this long before continues its "
+                        "id (default 1, chosen on val and train: docs/tracking.md; 0: off)")
+    p.add_argument("--track-relink-reach", type=float, metavar="SIZES",
+                   help="how near, in the lost box's sizes (default 1)")
     p.add_argument("--track-nms", type=float, metavar="IOU",
                    help="before the tracker, drop a box that overlaps a better one by this IoU whatever its label "
                         "(people apart; default 0.5, chosen on val; 1: off)")
@@ -81,11 +89,17 @@ def tracking_options(args, opts) -> None:
         knobs["track_fill"] = False
     if getattr(args, "track_still_people", False):
         knobs["track_still_people"] = True
-    for name in ("track_min_score", "track_moved", "track_confirm_score", "track_nms"):
+    for name in ("track_min_score", "track_moved", "track_confirm_score", "track_nms", "track_line_margin"):
         value = getattr(args, name, None)
         if value is not None:
             if not 0 <= value <= 1:
                 raise BadInput(f"--{name.replace('_', '-')} must be a number in [0, 1]")
+            knobs[name] = value
+    for name, top in (("track_relink_s", 30.0), ("track_relink_reach", 10.0)):
+        value = getattr(args, name, None)
+        if value is not None:
+            if not 0 <= value <= top:
+                raise BadInput(f"--{name.replace('_', '-')} must be a number in [0, {top:g}]")
             knobs[name] = value
     if getattr(args, "tracker", None):
         knobs["track_tracker"] = args.tracker

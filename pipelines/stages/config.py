@@ -126,6 +126,10 @@ class StageConfig:
     # is no longer reported before it moves (`track_still_people`; one lying still is), `track_moved` 0.06 ->
     # 0.1, `track_buffer_s` 1 -> 1.5 and `track_line_hits` 1 -> 2.
     # Round 6 (session 32): None takes the detector's (TRACK_SCORES: a detector's scores are on its own scale).
+    # Round 7 (session 33), chosen on val and train: a sighting `track_line_margin` (share of the picture) or more
+    # beyond the line counts its crossing at once, whatever `track_line_hits` (0: off); a new track that begins
+    # within `track_relink_reach` of a lost box's size from where that track was last seen, at most
+    # `track_relink_s` later, continues its id (relink.py; 0: off).
     track_min_score: float | None = None
     track_high: float | None = None
     track_buffer_s: float = 1.5
@@ -135,6 +139,9 @@ class StageConfig:
     track_min_hits: int = 1
     track_confirm_score: float = 0.0
     track_line_hits: int = 2
+    track_line_margin: float = 0.05
+    track_relink_s: float = 1.0
+    track_relink_reach: float = 1.0
     track_nms: float | None = 0.5
     track_min_seen: int = 4  # a track is reported once seen this often (its boxes before its id count)
     track_fill: bool = True

@@ -18,11 +18,13 @@ from models.encoders.people import iou
 from pipelines.stages.config import DEFAULT_TRACK_FPS, StageConfig
 from pipelines.stages.crossings import LineCounter
 from pipelines.stages.record import Second
+from pipelines.stages.relink import Relinker
 
 PATH_STEP_S = 0.25  # a track's path keeps at most one box per quarter second of the stream clock
 STILL_MOVE = 0.03  # a person whose box centre stays within this (of the picture) is still
 LYING_ASPECT = 1.2  # a person box this much wider than tall (in pixels) is lying
 HELD = 64  # sightings kept of a track that has not moved yet
+FORGET_S = 60.0  # a track unseen this long (well past ByteTrack's buffer and the linking) is forgotten: `_forget`
 STILL_REPORTED = ("person",)  # reported before they move when lying (the safety cue), or always (track_still_people)
 
 
@@ -43,10 +45,12 @@ class TrackStage:
         self._moved: set[int] = set()  # tracks confirmed as moving (or every track with `track_moved` 0)
         self._peak: dict[int, float] = {}  # unconfirmed track -> its best detection score so far
         self._named: set[int] = set()  # ids the tracker has given so far
+        self._seen_at: dict[int, float] = {}  # tracker id -> the time of its latest sighting
         # the last frames and their boxes the tracker gave no id (`_backtrack`): the frame a track began on, and
         # the lost-track buffer's length before it
         self._recent: deque[tuple[dict, list]] = deque(maxlen=1 + round(c.track_buffer_s * tracker_fps(c)))
-        self._counter = LineCounter(self.config.track_line_hits)
+        self._counter = LineCounter(self.config.track_line_hits, self.config.track_line_margin)
+        self._relink = Relinker(c.track_relink_s, c.track_relink_reach)
         self.tracker = None
         if c.track:
             self.tracker = make_tracker(c)
@@ -68,6 +72,7 @@ class TrackStage:
         self._first.clear()
         self._peak.clear()
         self._named.clear()
+        self._seen_at.clear()
         self._recent.clear()
         self._inside.clear()
         self._still.clear()
@@ -79,16 +84,46 @@ class TrackStage:
         seen: dict[int, dict] = {}
         for now in visual["frames"]:
             for frame, tid, label, score, box in self._update(now):
+                self._seen_at[tid] = frame["t"]
                 if not self._confirmed(frame, tid, label, score, box):
                     continue
-                for held in self._held.pop(tid, []):  # its sightings before it moved, in order
-                    self._follow(record, *held)
-                seen[tid] = {"id": tid, "label": label, "box": box}
+                held = self._held.pop(tid, [])  # its sightings before it moved, in order
+                first = held[0] if held else (frame["t"], tid, label, score, box)
+                rid = self._relink.id_of(tid, first[0], first[4], label)  # a lost track's id, or its own
+                for t, _, held_label, held_score, held_box in held:
+                    self._follow(record, t, rid, held_label, held_score, held_box)
+                seen[rid] = {"id": rid, "label": label, "box": box}
                 if label == "person":
-                    seen[tid].update(self._stillness(frame, tid, box))
-                self._follow(record, frame["t"], tid, label, score, box)
+                    seen[rid].update(self._stillness(frame, rid, box))
+                self._follow(record, frame["t"], rid, label, score, box)
         record.tracked = sorted(seen.values(), key=lambda s: s["id"])
+        self._forget(record, visual["frames"][-1]["t"])
         return record
+
+    def _forget(self, record: Second, now: float) -> None:
+        """Drop what is kept per track for tracks unseen since `FORGET_S` before `now`, so a camera that runs for
+        days holds the state of its recent tracks only (each track's summary stays in `tracks` for the result).
+        A track lost while inside a zone leaves it then: a `zone_exit` at its last sighting, marked `lost`."""
+        horizon = now - max(FORGET_S, self.config.track_buffer_s + self.config.track_relink_s)
+        gone = [tid for tid, t in self._seen_at.items() if t < horizon]
+        for tid in gone:
+            del self._seen_at[tid]
+            for state in (self._held, self._first, self._peak):
+                state.pop(tid, None)
+            self._moved.discard(tid)
+            self._named.discard(tid)
+        self._relink.forget(gone)
+        for rid in [rid for rid in self._anchor if self.tracks[rid]["end"] < horizon]:
+            track = self.tracks[rid]
+            del self._anchor[rid]
+            self._still.pop(rid, None)
+            self._counter.drop(rid)
+            for key in [k for k in self._inside if k[0] == rid]:
+                since = self._inside.pop(key)
+                self._loitered.discard(key)
+                record.zone_events.append({"kind": "zone_exit", "zone": key[1], "label": track["label"],
+                                           "track_id": rid, "time": track["end"], "lost": True,
+                                           "dwell_s": round(track["end"] - since, 3)})
 
     def _floor(self) -> float:
         return self.config.tracker_scores()[0]
@@ -191,6 +226,7 @@ class TrackStage:
             track = self.tracks[tid] = {"id": tid, "label": label, "start": round(t, 3), "end": round(t, 3),
                                         "path": [], "best_time": round(t, 3), "_best": -1.0}
         track["end"] = round(t, 3)
+        self._relink.seen(tid, t, box, label)
         if not track["path"] or int(t / PATH_STEP_S) > int(track["path"][-1][0] / PATH_STEP_S):  # one per slot
             track["path"].append([round(t, 3), *box])
         if score > track["_best"]:
