@@ -61,8 +61,9 @@ def render_summary(result: dict, max_events: int = 25) -> str:
 
 
 def unique_objects(result: dict) -> dict[str, int]:
-    """Objects per class counted once each (unique track ids), not boxes per frame."""
-    counts: dict[str, int] = {}
+    """Objects per class counted once each (unique track ids), not boxes per frame; a long live stream's result
+    lists its newest tracks and counts the others in `dropped.tracks`."""
+    counts: dict[str, int] = dict((result.get("dropped") or {}).get("tracks") or {})
     for track in result.get("tracks") or []:
         counts[track["label"]] = counts.get(track["label"], 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -1,29 +1,53 @@
-"""Assembles the design's result schema from the per-second outputs of the parser."""
+"""Assembles the design's result schema from the per-second outputs of the parser.
+
+A file's result holds everything. A camera runs for days, and its result is built in memory as it goes (about
+250 bytes of JSON a second in `seconds` alone): a live source's result keeps its last `LIVE_SECONDS` seconds
+and latencies and its newest `LIVE_ITEMS` of each list (events, transcript lines, alerts, moments, crossings,
+zone events), and says in `dropped` how many of each it let go. The store keeps every row of a live stream.
+"""
 
 from __future__ import annotations
 
 import time
+from collections import deque
 
 from pipelines.stages.record import Second
 
 SCHEMA_VERSION = 1
+LIVE_SECONDS = 3600  # a live source's result: its last hour of `seconds` (and latencies)
+LIVE_ITEMS = 10_000  # and its newest this many of each list
+
+
+class Kept(deque):
+    """The newest `limit` items (None: all of them); `dropped` counts the ones let go."""
+
+    def __init__(self, limit: int | None = None):
+        super().__init__(maxlen=limit)
+        self.dropped = 0
+
+    def append(self, item) -> None:
+        if self.maxlen is not None and len(self) == self.maxlen:
+            self.dropped += 1
+        super().append(item)
+
+    def extend(self, items) -> None:
+        for item in items:
+            self.append(item)
 
 
 class ResultBuilder:
-    def __init__(self, source: str):
+    def __init__(self, source: str, live: bool = False):
         self.source = source
-        self.events: list[dict] = []
-        self.transcript: list[dict] = []
-        self.moments: list[dict] = []
-        self.answers: list[dict] = []
-        self.alerts: list[dict] = []
+        items, seconds = (LIVE_ITEMS, LIVE_SECONDS) if live else (None, None)
+        self.events, self.transcript, self.moments = Kept(items), Kept(items), Kept(items)
+        self.answers, self.alerts = Kept(items), Kept(items)
         self.seconds = 0
         self.last_end = 0.0
-        self.latencies: list[float] = []
-        self.seconds_log: list[dict] = []
-        self.crossings: list[dict] = []
-        self.zone_events: list[dict] = []
+        self.latencies = Kept(seconds)
+        self.seconds_log = Kept(seconds)
+        self.crossings, self.zone_events = Kept(items), Kept(items)
         self.tracks: list[dict] | None = None  # set by the final record when tracking ran
+        self.tracks_dropped: dict[str, int] = {}  # the final record's tracks left out, by label (a live source)
 
     def add(self, record: Second) -> None:
         self.events.extend(record.events_closed)
@@ -35,6 +59,7 @@ class ResultBuilder:
         self.zone_events.extend(record.zone_events)
         if record.tracks is not None:
             self.tracks = record.tracks
+            self.tracks_dropped = dict(record.tracks_dropped)
         if record.index is not None:
             self.seconds_log.append(second_record(record))
             self.seconds += 1
@@ -57,18 +82,26 @@ class ResultBuilder:
             "has_video": has_video,
             "events": events,
             "transcript": transcript,
-            "moments": self.moments,
+            "moments": list(self.moments),
             "alerts": sorted(self.alerts, key=lambda a: a["time"]),
             "seconds": sorted(self.seconds_log, key=lambda r: r["t"]),
             "timings": {"wall_s": round(wall_s, 3),
                         "realtime_factor": round(duration / wall_s, 3) if wall_s > 0 else None},
         }
         if self.answers:  # only when queries were asked: `foresight analyze` without --query is unchanged
-            result["answers"] = self.answers
+            result["answers"] = list(self.answers)
         if self.tracks is not None:  # only with tracking: results without it are unchanged
             result["tracks"] = self.tracks
             result["crossings"] = sorted(self.crossings, key=lambda c: c["time"])
             result["zone_events"] = sorted(self.zone_events, key=lambda z: z["time"])
+        dropped = {name: kept.dropped for name, kept in (
+            ("seconds", self.seconds_log), ("events", self.events), ("transcript", self.transcript),
+            ("moments", self.moments), ("answers", self.answers), ("alerts", self.alerts),
+            ("crossings", self.crossings), ("zone_events", self.zone_events)) if kept.dropped}
+        if self.tracks_dropped:
+            dropped["tracks"] = self.tracks_dropped
+        if dropped:  # only on a live source that ran long enough: every other result is unchanged
+            result["dropped"] = dropped
         if ingest is not None:
             result["ingest"] = ingest
         if extra:

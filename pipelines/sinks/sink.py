@@ -22,11 +22,13 @@ class Sink:
     With `job_id` and `db_path` (or an open `store`), closed rows are appended to that store as they come and
     the review feed's cards are added or merged there; `live_rows=False` keeps only the cards (a file job, whose
     rows come with its saved result). `feed_size` > 0 keeps the last records for live subscribers (`feed_since`).
+    A `live` source's result keeps its recent part only (`results.LIVE_SECONDS`): a camera runs for days.
     """
 
     def __init__(self, source: str, job_id: str | None = None, db_path: str | None = None, feed_size: int = 0,
-                 webhook: WebhookConfig | None = None, store: Store | None = None, live_rows: bool = True):
-        self.builder = ResultBuilder(source)
+                 webhook: WebhookConfig | None = None, store: Store | None = None, live_rows: bool = True,
+                 live: bool = False):
+        self.builder = ResultBuilder(source, live)
         self.webhook = WebhookSender(webhook, source) if webhook is not None and webhook.url else None
         self.job_id = job_id
         self.store = store if job_id else None

@@ -50,7 +50,7 @@ class IngestActor:
                                   open_timeout_s=open_timeout_s, record=record, decode_video=decode_video)
         if self.budget is not None:  # its level goes into the stream's health, never silently
             self.budget.stats = self.reader.stats
-        self.sink = Sink(spec.name, job_id, db_path, feed_size, webhook)
+        self.sink = Sink(spec.name, job_id, db_path, feed_size, webhook, live=spec.live)
         self.sink_lock = threading.Lock()  # the delivery thread writes while Ray's threads read the feed
         self.configs: dict = {}  # node name -> the config its calls carry (set by `run`, changed by `set_config`)
         self.position = 0.0

@@ -70,10 +70,15 @@ def reads_frames(options: AnalyzeOptions) -> bool:
 
 def node_config(node: Node, options: AnalyzeOptions, live: bool = False):
     """The config `node`'s stage is built from. On a live source transcription runs behind the seconds
-    (`asr_background`): a second is not held back while Whisper works, its lines join a later one."""
+    (`asr_background`): a second is not held back while Whisper works, its lines join a later one; and tracking
+    keeps its newest tracks only for the result (`track_keep`): a camera runs for days."""
     config = getattr(options, node.config)
     if live and node.name == "transcribe":
         config = dataclasses.replace(config, asr_background=True)
+    if live and node.name == "tracking":
+        from pipelines.stages.config import LIVE_TRACKS
+
+        config = dataclasses.replace(config, track_keep=LIVE_TRACKS)
     return config
 
 

@@ -120,7 +120,7 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
         return stage
 
     stages = {node.name: threads.submit(node.name, build, [node]) for node in nodes}
-    sink = Sink(spec.name, webhook=options.webhook, **({} if job is None else
+    sink = Sink(spec.name, webhook=options.webhook, live=spec.live, **({} if job is None else
                                                       {"job_id": job[0], "store": job[1], "live_rows": False}))
     reader = make_reader(spec, spec.name, detect, sample_fps=options.sample_fps, max_side=options.max_side,
                          duration_s=options.duration_s, policy=options.reconnect, watchdog_s=options.watchdog_s,

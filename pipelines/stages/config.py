@@ -12,6 +12,7 @@ from models.encoders.visual_config import DEFAULT_POSE
 MOVING_CLASSES = ("person", "bicycle", "car", "motorcycle", "bus", "truck", "dog", "horse", "sheep", "cow",
                   "elephant", "bear", "zebra", "giraffe", "cat")
 DEFAULT_TRACK_FPS = 4.0  # detections a second the tracker gets unless --track-fps says otherwise
+LIVE_TRACKS = 1000  # a live source's result keeps its newest this many tracks (with their paths, ~9 kB each)
 
 # (tag_threshold, tag_top_k, tag_min_s) per YAMNet model, each chosen by `training.corpus.calibrate_tags` on the
 # clips outside the test split: w8a8 on corpus v3 (docs/results/tag_calibration.json), float on corpus v4
@@ -146,6 +147,7 @@ class StageConfig:
     track_min_seen: int = 4  # a track is reported once seen this often (its boxes before its id count)
     track_fill: bool = True
     track_still_people: bool = False  # every person is reported before it moves (False: only one lying)
+    track_keep: int | None = None  # a live source (graph.node_config): the result keeps its newest this many tracks
     track_tracker: str = "bytetrack"  # TRACKERS: which `trackers` 2.6.1 tracker (tracking.make_tracker)
 
     def tracker_scores(self) -> tuple[float, float]:

@@ -34,6 +34,7 @@ class Second:
     crossings: list[dict] = field(default_factory=list)  # tracking: line crossings this second
     zone_events: list[dict] = field(default_factory=list)  # tracking: zone_enter / zone_exit / loiter
     tracks: list[dict] | None = None  # tracking, final record: every track with its path (None: not tracking)
+    tracks_dropped: dict[str, int] = field(default_factory=dict)  # tracking, final record: tracks left out, by label
 
     @classmethod
     def of(cls, segment) -> Second:

@@ -46,6 +46,7 @@ class TrackStage:
         self._peak: dict[int, float] = {}  # unconfirmed track -> its best detection score so far
         self._named: set[int] = set()  # ids the tracker has given so far
         self._seen_at: dict[int, float] = {}  # tracker id -> the time of its latest sighting
+        self.dropped: dict[str, int] = {}  # tracks left out of the result (a live source's `track_keep`), by label
         # the last frames and their boxes the tracker gave no id (`_backtrack`): the frame a track began on, and
         # the lost-track buffer's length before it
         self._recent: deque[tuple[dict, list]] = deque(maxlen=1 + round(c.track_buffer_s * tracker_fps(c)))
@@ -73,6 +74,7 @@ class TrackStage:
         self._peak.clear()
         self._named.clear()
         self._seen_at.clear()
+        self.dropped.clear()
         self._recent.clear()
         self._inside.clear()
         self._still.clear()
@@ -124,6 +126,12 @@ class TrackStage:
                 record.zone_events.append({"kind": "zone_exit", "zone": key[1], "label": track["label"],
                                            "track_id": rid, "time": track["end"], "lost": True,
                                            "dwell_s": round(track["end"] - since, 3)})
+        keep = self.config.track_keep
+        if keep is not None and len(self.tracks) > keep:  # the oldest forgotten tracks leave the result
+            old = sorted((tr["end"], rid) for rid, tr in self.tracks.items() if rid not in self._anchor)
+            for _, rid in old[:len(self.tracks) - keep]:
+                label = self.tracks.pop(rid)["label"]
+                self.dropped[label] = self.dropped.get(label, 0) + 1
 
     def _floor(self) -> float:
         return self.config.tracker_scores()[0]
@@ -262,6 +270,7 @@ class TrackStage:
             if c.track_fill:
                 track["path"], track["filled"] = filled_path(tr["path"], step, c.track_buffer_s)
             record.tracks.append(track)
+        record.tracks_dropped = dict(self.dropped)
         return record
 
 

@@ -1,5 +1,6 @@
 """A camera runs for days: the tracking stage keeps per-track state for its recent tracks only
-(`TrackStage._forget`), and a track lost inside a zone leaves the zone when it is forgotten. On the real stage."""
+(`TrackStage._forget`), a track lost inside a zone leaves the zone when it is forgotten, and a live source's
+result keeps its recent part (`pipelines/sinks/results.py`), saying what it let go. On the real stage and sink."""
 
 from __future__ import annotations
 
@@ -54,3 +55,45 @@ def test_a_track_lost_inside_a_zone_leaves_it_when_forgotten():
     assert [(z["kind"], z.get("lost", False)) for z in events] == [("zone_enter", False), ("zone_exit", True)]
     exit_ = events[-1]
     assert exit_["time"] == 2.75 and exit_["dwell_s"] == round(2.75 - events[0]["time"], 3)
+
+
+def test_a_live_tracked_result_keeps_its_newest_tracks_and_counts_the_rest():
+    from dataclasses import replace
+
+    from app.summary import unique_objects
+    from pipelines.spine import graph
+    from pipelines.stages.config import LIVE_TRACKS
+    from tests.test_tracking import _options
+
+    options = _options("--line", "door=0.5,0,0.5,1")
+    node = next(n for n in graph.GRAPH if n.name == "tracking")
+    assert graph.node_config(node, options, live=True).track_keep == LIVE_TRACKS
+    assert graph.node_config(node, options).track_keep is None  # a file's result lists every track
+    stage = _boxes_stage(0.1, "--line", "door=0.5,0,0.5,1")
+    stage.reconfigure(replace(stage.config, track_keep=20))
+    _feed(stage, _street, range(600))
+    final = stage.finish(Second.closing())
+    assert 20 <= len(final.tracks) <= 22 and final.tracks_dropped == {"car": 100 - len(final.tracks)}
+    assert [t["start"] for t in final.tracks] == sorted(t["start"] for t in final.tracks)[-len(final.tracks):]
+    assert final.tracks[-1]["end"] > 590  # the newest are kept
+    result = {"tracks": final.tracks, "dropped": {"tracks": final.tracks_dropped}}
+    assert unique_objects(result) == {"car": 100}  # the summary still counts every car
+
+
+def test_a_live_result_keeps_its_last_hour_and_says_what_it_let_go():
+    from pipelines.sinks.results import LIVE_SECONDS
+    from pipelines.sinks.sink import Sink
+
+    def run(live: bool) -> dict:
+        sink = Sink("cam", live=live)
+        for s in range(LIVE_SECONDS + 400):
+            record = Second(index=s, start=s, end=s + 1)
+            record.alerts = [{"time": s, "severity": "info", "rule": "r", "reason": "x"}] if s % 2 == 0 else []
+            sink.write(record)
+        return sink.result(None, True, True, 1.0, None)
+
+    live, whole = run(True), run(False)
+    assert len(live["seconds"]) == LIVE_SECONDS and live["seconds"][0]["t"] == 400
+    assert live["dropped"] == {"seconds": 400} and live["duration_s"] == LIVE_SECONDS + 400
+    assert len(live["alerts"]) == (LIVE_SECONDS + 400) // 2  # under the lists' bound: all kept
+    assert len(whole["seconds"]) == LIVE_SECONDS + 400 and "dropped" not in whole  # a file's result is whole
