@@ -97,3 +97,32 @@ def test_a_live_result_keeps_its_last_hour_and_says_what_it_let_go():
     assert live["dropped"] == {"seconds": 400} and live["duration_s"] == LIVE_SECONDS + 400
     assert len(live["alerts"]) == (LIVE_SECONDS + 400) // 2  # under the lists' bound: all kept
     assert len(whole["seconds"]) == LIVE_SECONDS + 400 and "dropped" not in whole  # a file's result is whole
+
+
+def test_standing_queries_keep_a_window_and_fire_as_over_everything(demo_clip, monkeypatch):
+    """A live stream's grounding stage (standing queries only) keeps the last lookback + check seconds, not every
+    second's features (about 3.5 kB a second, all stacked again at every check): on the demo with a 10-s
+    lookback it keeps 15 of 20 seconds and fires the same moments, at the same stream times, as when it keeps
+    everything. One-off queries and the search index still keep everything."""
+    from pipelines import AnalyzeOptions, GroundingConfig, StageConfig, analyze_inline
+    from pipelines.stages.grounding import GroundingStage
+
+    standing = ["a telephone is ringing", "someone is speaking"]
+    options = AnalyzeOptions(stages=StageConfig(safety=False), grounding=GroundingConfig(
+        standing=standing, lookback_s=10, check_every_s=5, fire_threshold=0.0))
+    kept = []
+    real = GroundingStage._trim
+
+    def spy(self):
+        real(self)
+        kept.append((self.keep_s, len(self.audio), self.base))
+
+    monkeypatch.setattr(GroundingStage, "_trim", spy)
+    windowed = [m for m in analyze_inline(str(demo_clip[0]), options)["moments"] if m.get("standing")]
+    assert kept[-1] == (15, 15, 5) and max(n for _, n, _ in kept) == 15
+    monkeypatch.setattr(GroundingStage, "keep_s", property(lambda self: None))
+    kept.clear()
+    whole = [m for m in analyze_inline(str(demo_clip[0]), options)["moments"] if m.get("standing")]
+    assert kept[-1] == (None, 20, 0)
+    assert windowed and windowed == whole
+    assert GroundingStage(GroundingConfig(queries=["x"], standing=standing)).keep_s is None

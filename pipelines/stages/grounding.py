@@ -65,7 +65,17 @@ class GroundingStage:
         self.labels: list[dict] = []  # every class the taggers named, per second (the grounder's evidence)
         self.fired: dict[str, list[tuple[float, float]]] = {q: [] for q in config.standing}
         self.t0: float | None = None
+        self.base = 0  # the stream second the lists above start at (`_trim`)
         self._watch_zones(config)
+
+    @property
+    def keep_s(self) -> int | None:
+        """Seconds kept: all of them for one-off queries and the search index (answered over everything at the
+        end); else (a live stream's standing queries) the recent past the checks look at, so a camera that runs
+        for days holds and stacks a bounded window, not about 3.5 kB more of features every second."""
+        if self.config.queries or self.config.index_db:
+            return None
+        return self.config.lookback_s + self.config.check_every_s
 
     def reconfigure(self, config: GroundingConfig) -> None:
         """New standing queries for a running stream (the ingest sends the new config with every call): a query
@@ -90,12 +100,26 @@ class GroundingStage:
         if self.t0 is None:
             self.t0 = float(record.start)
         index = int(round(record.start - self.t0))
-        while len(self.audio) < index:  # a live gap: missing seconds are unavailable, not silent
+        while self.base + len(self.audio) < index:  # a live gap: missing seconds are unavailable, not silent
             self._push(None, None)
         self._push(audio.get("vector") if audio.get("available") else None,
                    visual.get("vector") if visual.get("available") else None)
         self._take_text(record)
         self._take_labels(record, index)
+        self._trim()
+
+    def _trim(self) -> None:
+        """Drop the seconds before the last `keep_s` (and the lines, events and labels that ended before them)."""
+        keep = self.keep_s
+        if keep is None or len(self.audio) <= keep:
+            return
+        cut = len(self.audio) - keep
+        for kept in (self.audio, self.visual, self.audio_mask, self.visual_mask):
+            del kept[:cut]
+        self.base += cut
+        self.transcript = [t for t in self.transcript if t["end"] > self.base]
+        self.events = [e for e in self.events if e["end"] > self.base]
+        self.labels = [x for x in self.labels if x["end"] > self.base]
 
     def _take_labels(self, record: Second, index: int) -> None:
         from models.trisense.evidence import second_labels
@@ -104,8 +128,8 @@ class GroundingStage:
 
     def _take_text(self, record: Second) -> None:
         """Keep the transcript and closed events of `record`, on the clock of this stream's first second."""
-        self.transcript.extend({"start": t["start"] - self.t0, "end": t["end"] - self.t0, "text": t["text"],
-                                **({"words": t["words"]} if t.get("words") else {})}
+        self.transcript.extend(_shifted({"start": t["start"], "end": t["end"], "text": t["text"],
+                                         **({"words": t["words"]} if t.get("words") else {})}, self.t0)
                                for t in record.transcript)
         self.events.extend({**e, "start": e["start"] - self.t0, "end": e["end"] - self.t0}
                            for e in record.events_closed)
@@ -121,12 +145,14 @@ class GroundingStage:
         from models.trisense.features import ClipFeatures
         from models.trisense.text import speech_features
 
-        n = len(self.audio)
-        speech, speech_mask = speech_features(self.transcript, n, encoder=self.grounder.text_encoder)
+        n, base = len(self.audio), self.base
+        transcript = [_shifted(t, base) for t in self.transcript]
+        speech, speech_mask = speech_features(transcript, n, encoder=self.grounder.text_encoder)
         return ClipFeatures(visual=np.stack(self.visual), audio=np.stack(self.audio), speech=speech,
                             visual_mask=np.array(self.visual_mask), audio_mask=np.array(self.audio_mask),
-                            speech_mask=speech_mask, transcript=list(self.transcript), events=list(self.events),
-                            labels=list(self.labels))
+                            speech_mask=speech_mask, transcript=transcript,
+                            events=[_shifted(e, base) for e in self.events],
+                            labels=[_shifted(x, base) for x in self.labels])
 
     @property
     def fire_threshold(self) -> float:
@@ -152,12 +178,12 @@ class GroundingStage:
         if record.index is None:
             return record
         self._append(record, audio, visual)
-        n = len(self.audio)
+        n = self.base + len(self.audio)  # seconds seen
         fired = self._zone_moments(record)
         grounded = [q for q in self.config.standing if q not in self.zone_watches]
         if grounded and n % self.config.check_every_s == 0:
             lo = max(0, n - self.config.lookback_s)
-            clip = self.features().window(lo, n)
+            clip = self.features().window(lo - self.base, n - self.base)
             for text in grounded:
                 watch = self.watches[text]
                 threshold = watch.threshold if watch.threshold is not None else self.fire_threshold
@@ -208,3 +234,11 @@ class GroundingStage:
             index.add(self.config.index_source or "source", clip)
         finally:
             index.close()
+
+
+def _shifted(item: dict, by: float) -> dict:
+    """A timed item (a transcript line with its words, an event, a label) moved `by` seconds earlier."""
+    out = {**item, "start": item["start"] - by, "end": item["end"] - by}
+    if item.get("words"):
+        out["words"] = [{**w, "start": w["start"] - by, "end": w["end"] - by} for w in item["words"]]
+    return out
