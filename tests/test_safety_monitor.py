@@ -243,19 +243,19 @@ def test_eval_cli_json_on_small_file(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def minilm_monitor_parts():
-    from models.safety.embed import SentenceEmbedder
-    return RuleRetriever(load_rules(), SentenceEmbedder())
+    from models.sentences import SentenceEncoder
+    return RuleRetriever(load_rules(), SentenceEncoder())
 
 
 @pytest.mark.slow
 def test_rule_vectors_are_stored_once_and_read_back_unchanged(minilm_monitor_parts, tmp_path, monkeypatch):
     """The knowledge base's MiniLM vectors are kept on disk: a second process start reads the very same vectors."""
-    from models.safety.embed import SentenceEmbedder
+    from models.sentences import SentenceEncoder
 
     monkeypatch.setenv("FORESIGHT_CACHE", str(tmp_path))
-    first = RuleRetriever(load_rules(), SentenceEmbedder())
+    first = RuleRetriever(load_rules(), SentenceEncoder())
     assert len(list((tmp_path / "arrays").glob("minilm-*.npy"))) == 2
-    second = RuleRetriever(load_rules(), SentenceEmbedder())
+    second = RuleRetriever(load_rules(), SentenceEncoder())
     assert np.array_equal(first.rule_emb_text, second.rule_emb_text)
     assert np.array_equal(first.rule_emb_act, second.rule_emb_act)
     assert np.allclose(first.rule_emb_text, minilm_monitor_parts.rule_emb_text, atol=1e-6)
@@ -283,8 +283,8 @@ def test_risk_gate_prefers_full_log_to_cut_log(minilm_monitor_parts):
 @pytest.mark.slow
 def test_embedding_retrieval_on_dev_logs():
     """MiniLM + TF-IDF beats TF-IDF alone on the first 30 development logs."""
-    from models.safety.embed import SentenceEmbedder
     from models.safety.knowledge import load_scenarios, normalise_rule_text, pasbench_dir
+    from models.sentences import SentenceEncoder
     if not (pasbench_dir() / "text_logs_dev.json").is_file():
         pytest.skip("PaSBench dev logs absent")
     rules = load_rules()
@@ -294,7 +294,7 @@ def test_embedding_retrieval_on_dev_logs():
     def top1(r):
         return sum(r.rank([s.text() for s in parse_log(x.log)], 1)[0].rule.id == key[normalise_rule_text(x.knowledge)]
                    for x in scen)
-    assert top1(RuleRetriever(rules, SentenceEmbedder())) > top1(RuleRetriever(rules, None))
+    assert top1(RuleRetriever(rules, SentenceEncoder())) > top1(RuleRetriever(rules, None))
 
 
 def test_shipped_hub_correction_is_reproducible(tmp_path):

@@ -175,7 +175,7 @@ def test_speech_features_embed_words_of_each_second():
     assert feats.shape == (8, 384) and mask.tolist() == [True, True, False, False, False, True, False, False]
     assert np.allclose(feats[~mask], 0.0)
     assert np.allclose(np.linalg.norm(feats[mask], axis=1), 1.0, atol=1e-4)
-    from models.trisense.text import default_text_encoder
+    from models.sentences import shared_encoder
 
-    q = default_text_encoder().encode("a dog barks")
+    q = shared_encoder().encode("a dog barks")
     assert feats[5] @ q > feats[0] @ q

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
+from models.sentences import shared_encoder
 from models.trisense.features import ClipFeatures
 from models.trisense.grounder import Grounder
 from models.trisense.modeling_trisense import TriSenseConfig, TriSenseModel
-from models.trisense.text import default_text_encoder
 from pipelines.sinks.grounding_index import GroundingIndex
 
 torch.set_num_threads(1)
@@ -22,7 +22,7 @@ def make_grounder(seed=0) -> Grounder:
     cfg = TriSenseConfig(visual_dim=16, audio_dim=8, speech_dim=384, d_model=32, n_heads=2, n_layers=1,
                          ff_dim=64, coarse_dim=16, max_window_s=64)
     model = TriSenseModel(cfg).eval()
-    enc = default_text_encoder()
+    enc = shared_encoder()
     qv = torch.from_numpy(enc.encode(QUERY))
     with torch.no_grad():
         model.coarse.seconds["visual"].weight.copy_(torch.eye(16))

@@ -47,10 +47,10 @@ class TextMatcher:
 
     @classmethod
     def encoder(cls):
-        from models.trisense.text import default_text_encoder
+        from models.sentences import shared_encoder
 
         with cls._lock:
-            return default_text_encoder()
+            return shared_encoder()
 
     def rank(self, query: str, candidates: list[dict], top_k: int = 5) -> list[dict]:
         from models.trisense.baselines import TextMatchBaseline, modality_weights

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.trisense.text import TEXT_DIM, TextEncoder, default_text_encoder, per_second_text, speech_features
+from models.sentences import SentenceEncoder, shared_encoder
+from models.trisense.text import TEXT_DIM, per_second_text, speech_features
 
 SPEECH_DIM = TEXT_DIM
 
@@ -19,8 +20,8 @@ class SpeechEmbedder:
 
     dim = SPEECH_DIM
 
-    def __init__(self, encoder: TextEncoder | None = None, context_s: float = 0.0):
-        self.encoder = encoder or default_text_encoder()
+    def __init__(self, encoder: SentenceEncoder | None = None, context_s: float = 0.0):
+        self.encoder = encoder or shared_encoder()
         self.context_s = context_s
 
     def embed_second(self, words: list[dict], start: float) -> tuple[np.ndarray, bool, str]:

@@ -83,8 +83,9 @@ class SafetyMonitor:
         if retriever is None:
             embedder = None
             if cfg.use_embeddings:
-                from models.safety.embed import SentenceEmbedder
-                embedder = SentenceEmbedder()
+                from models.sentences import shared_encoder
+
+                embedder = shared_encoder()  # one model and cache in a process, whatever uses it
             retriever = RuleRetriever(load_rules(Path(cfg.rules_file) if cfg.rules_file else None), embedder,
                                       recency_decay=cfg.recency_decay, embed_weight=cfg.embed_weight,
                                       background=None if cfg.rules_file else Path(__file__).parent / "data" / "background.npz")

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from models.safety.embed import SentenceEmbedder, split_sentences
 from models.safety.knowledge import PACKAGE_DATA, Rule
 from models.safety.tfidf import Tfidf
+from models.sentences import SentenceEncoder, split_sentences
 
 _PROHIBITION = re.compile(
     r"\b(do not|don't|never|should not|shouldn't|must not|cannot|can not|can't|avoid|not to|"
@@ -63,7 +63,7 @@ class Candidate:
 class RuleRetriever:
     """Ranks the knowledge base against a list of segment texts (oldest first)."""
 
-    def __init__(self, rules: list[Rule], embedder: SentenceEmbedder | None = None,
+    def __init__(self, rules: list[Rule], embedder: SentenceEncoder | None = None,
                  recency_decay: float = 0.5, embed_weight: float = 0.7,
                  background: str | Path | None = BACKGROUND_FILE):
         if not rules:

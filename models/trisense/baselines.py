@@ -14,10 +14,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from models.sentences import SentenceEncoder, shared_encoder
 from models.trisense.config import TriSenseConfig
 from models.trisense.features import MODALITIES, ClipFeatures
 from models.trisense.moments import Moment, nms_moments
-from models.trisense.text import TextEncoder, default_text_encoder
 
 
 def equal_weights_config(config: TriSenseConfig) -> TriSenseConfig:
@@ -39,13 +39,13 @@ class TextMatchBaseline:
     """Ground a query by semantic similarity to transcript segments and detector labels (the one text matcher:
     the API's search over stored results ranks its candidates with `similarities` too)."""
 
-    def __init__(self, text_encoder: TextEncoder | None = None) -> None:
+    def __init__(self, text_encoder: SentenceEncoder | None = None) -> None:
         self._text_encoder = text_encoder
 
     @property
-    def text_encoder(self) -> TextEncoder:
+    def text_encoder(self) -> SentenceEncoder:
         if self._text_encoder is None:
-            self._text_encoder = default_text_encoder()
+            self._text_encoder = shared_encoder()
         return self._text_encoder
 
     def candidates(self, features: ClipFeatures) -> list[tuple[str, float, float, str]]:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from models.sentences import SentenceEncoder
 from models.trisense.features import MODALITIES, ClipFeatures
-from models.trisense.text import TextEncoder
 
 EVIDENCE_DIM = 4
 
@@ -55,7 +55,7 @@ def _event_modalities(event: dict) -> tuple[str, ...]:
     return (modality,) if modality in ("audio", "visual") else ()
 
 
-def clip_evidence(query_vec: np.ndarray, clip: ClipFeatures, encoder: TextEncoder, num_seconds: int | None = None
+def clip_evidence(query_vec: np.ndarray, clip: ClipFeatures, encoder: SentenceEncoder, num_seconds: int | None = None
                   ) -> np.ndarray:
     """`[3, T, EVIDENCE_DIM]` evidence of one clip for one query (`T` = `num_seconds`, default the clip's)."""
     T = clip.num_seconds if num_seconds is None else num_seconds
@@ -87,7 +87,7 @@ def clip_evidence(query_vec: np.ndarray, clip: ClipFeatures, encoder: TextEncode
     return out
 
 
-def evidence_arrays(query_vecs: np.ndarray, clips: list[ClipFeatures], encoder: TextEncoder,
+def evidence_arrays(query_vecs: np.ndarray, clips: list[ClipFeatures], encoder: SentenceEncoder,
                     num_seconds: int | None = None) -> np.ndarray:
     """Evidence of a batch `[B, 3, T, EVIDENCE_DIM]` float32, padded like `batch_arrays`
     (`query_vecs` `[B, 384]`, or `[384]` for one query over every clip)."""
@@ -98,7 +98,7 @@ def evidence_arrays(query_vecs: np.ndarray, clips: list[ClipFeatures], encoder: 
     return np.stack([clip_evidence(q, c, encoder, T) for q, c in zip(qs, clips, strict=True)])
 
 
-def batch_evidence(query_vecs: np.ndarray, clips: list[ClipFeatures], encoder: TextEncoder,
+def batch_evidence(query_vecs: np.ndarray, clips: list[ClipFeatures], encoder: SentenceEncoder,
                    num_seconds: int | None = None):
     """`evidence_arrays` as a torch tensor (training and the torch model)."""
     import torch

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from models.sentences import SentenceEncoder, shared_encoder
 from models.trisense import SHIPPED_CHECKPOINT
 from models.trisense.baselines import TextMatchBaseline
 from models.trisense.checkpoint import load_checkpoint, save_checkpoint
@@ -28,7 +29,6 @@ from models.trisense.fusion import FusionConfig, fuse
 from models.trisense.memory import SecondSelector, second_keys, seconds_to_ranges
 from models.trisense.moments import Answer, Moment, nms_moments
 from models.trisense.runtime import OnnxBackend, TorchBackend, load_backend
-from models.trisense.text import TextEncoder, default_text_encoder
 
 FUSION_CANDIDATES = 10  # learned moments per query that the fusion may rescore
 
@@ -54,7 +54,7 @@ class Grounder:
     The network runs through a backend (`models.trisense.runtime`): a loaded checkpoint is ONNX Runtime by
     default, a model passed in is that torch model."""
 
-    def __init__(self, model: Any = None, text_encoder: TextEncoder | None = None, meta: dict | None = None,
+    def __init__(self, model: Any = None, text_encoder: SentenceEncoder | None = None, meta: dict | None = None,
                  selector: SecondSelector | None = None, selector_context_s: int = 16,
                  fusion: FusionConfig | None = None, backend: OnnxBackend | TorchBackend | None = None):
         """`model`: a torch `TriSenseModel` (or give `backend` instead).
@@ -80,20 +80,20 @@ class Grounder:
         return self.backend.torch_model()
 
     @classmethod
-    def load(cls, path: str | Path, text_encoder: TextEncoder | None = None, fused: bool = True) -> Grounder:
+    def load(cls, path: str | Path, text_encoder: SentenceEncoder | None = None, fused: bool = True) -> Grounder:
         """The checkpoint at `path`, with its fusion calibration when it has one and `fused`."""
         backend = load_backend(path)
         return cls(text_encoder=text_encoder, backend=backend, fusion=load_fusion(path) if fused else None)
 
     @classmethod
-    def from_pretrained(cls, path: str | Path | None = None, text_encoder: TextEncoder | None = None) -> Grounder:
+    def from_pretrained(cls, path: str | Path | None = None, text_encoder: SentenceEncoder | None = None) -> Grounder:
         """The grounder in `path`, by default the shipped checkpoint."""
         return cls.load(SHIPPED_CHECKPOINT if path is None else path, text_encoder=text_encoder)
 
     @property
-    def text_encoder(self) -> TextEncoder:
+    def text_encoder(self) -> SentenceEncoder:
         if self._text_encoder is None:
-            self._text_encoder = default_text_encoder()
+            self._text_encoder = shared_encoder()
         return self._text_encoder
 
     def embed_query(self, query: str) -> np.ndarray:

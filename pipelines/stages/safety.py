@@ -18,8 +18,7 @@ def stream_retriever(cfg):
     base = shared(key, lambda: SafetyMonitor(cfg).retriever)
     retriever = copy.copy(base)
     if base.embedder is not None:
-        retriever.embedder = copy.copy(base.embedder)
-        retriever.embedder._cache = dict(base.embedder._cache)  # the rules' vectors, as a fresh load has
+        retriever.embedder = base.embedder.for_stream()
     return retriever
 
 

@@ -63,8 +63,8 @@ def eval_main(argv: list[str]) -> int:
                           judge_model=args.judge_model, judge_timeout_s=args.judge_timeout)
     embedder = None
     if config.use_embeddings:
-        from models.safety.embed import SentenceEmbedder
-        embedder = SentenceEmbedder()
+        from models.sentences import SentenceEncoder
+        embedder = SentenceEncoder()
     retriever = RuleRetriever(load_rules(), embedder, recency_decay=config.recency_decay,
                               embed_weight=config.embed_weight, background=BACKGROUND_FILE)
     gate = None

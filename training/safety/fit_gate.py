@@ -18,11 +18,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from models.safety.embed import SentenceEmbedder
 from models.safety.knowledge import Scenario, load_rules, load_scenarios
 from models.safety.logparse import parse_log
 from models.safety.retrieval import BACKGROUND_FILE, RuleRetriever
 from models.safety.risk_gate import GATE_FILE, RiskGate, gate_features
+from models.sentences import SentenceEncoder
 from training.safety.perturb import perturb_log
 from training.safety.replay import evidence_sentence, risky_segment
 
@@ -74,11 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     scenarios = load_scenarios(args.logs)
     if args.background:
-        retriever = RuleRetriever(load_rules(), SentenceEmbedder(), background=None)
+        retriever = RuleRetriever(load_rules(), SentenceEncoder(), background=None)
         n = fit_background(retriever, scenarios, args.background_out)
         print(f"hub correction: {n} opening segments -> {args.background_out}")
     else:
-        retriever = RuleRetriever(load_rules(), SentenceEmbedder(), background=BACKGROUND_FILE)
+        retriever = RuleRetriever(load_rules(), SentenceEncoder(), background=BACKGROUND_FILE)
     x, y, w, logs = gate_examples(scenarios, retriever, args.runs)
     RiskGate.fit(x, y, w, logs, c=args.c).save(args.out)
     print(f"risk gate: {int(y.sum())} risky / {int((1 - y).sum())} risk-free examples -> {args.out}")

@@ -12,8 +12,8 @@ import random
 import re
 from dataclasses import dataclass, replace
 
-from models.safety.embed import split_sentences
 from models.safety.logparse import Segment
+from models.sentences import split_sentences
 
 # Everyday verbs and nouns as a captioner might word them differently.
 SYNONYMS: dict[str, list[str]] = {

@@ -13,9 +13,9 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from models.safety.alerts import Alert
-from models.safety.embed import split_sentences
 from models.safety.logparse import Segment
 from models.safety.monitor import SafetyMonitor
+from models.sentences import split_sentences
 
 
 def risky_segment(segments: list[Segment], trigger: str) -> int:

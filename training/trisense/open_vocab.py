@@ -161,12 +161,12 @@ class OpenVocabData:
     def tagger_queries(self, audio_confidence: float | None = None):
         """The pool of extra queries from the taggers' own outputs on v3's train clips (`tagger_queries.py`),
         never naming a held-out concept."""
-        from models.trisense.text import default_text_encoder
+        from models.sentences import shared_encoder
         from training.trisense.tagger_queries import TaggerQueries
 
         vids = sorted({r.vid for r in self.records["train"] if r.extra["modality"] in ("audio", "visual")
                        and (self.corpus / "grounding" / "features" / f"{r.vid}.npz").is_file()})
-        return TaggerQueries({v: self.features[v] for v in vids}, self.held_out, default_text_encoder().encode,
+        return TaggerQueries({v: self.features[v] for v in vids}, self.held_out, shared_encoder().encode,
                              self.present, audio_confidence)
 
     def sampler(self, negatives_per_query: float = 1.0, keep_wording: float = 0.4, tagger_per_epoch: int = 0,

@@ -29,8 +29,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from models.sentences import SentenceEncoder, shared_encoder
 from models.trisense.features import ClipFeatures
-from models.trisense.text import TextEncoder, default_text_encoder, speech_features
+from models.trisense.text import speech_features
 from training.trisense.data import MomentRecord, save_moment_jsonl
 
 VISUAL_DIM = 128
@@ -173,7 +174,7 @@ def _unit(rng: np.random.Generator, dim: int) -> np.ndarray:
 
 
 def make_clip(
-    rng: np.random.Generator, split: str, vid: str, protos: dict[str, np.ndarray], encoder: TextEncoder
+    rng: np.random.Generator, split: str, vid: str, protos: dict[str, np.ndarray], encoder: SentenceEncoder
 ) -> tuple[ClipFeatures, list[dict]]:
     """One clip and its queries (`{"query","window","modality","concept"}`)."""
     T = int(rng.integers(40, 91))
@@ -261,7 +262,7 @@ def generate(
     n_train: int = 500,
     n_test: int = 120,
     seed: int = 0,
-    encoder: TextEncoder | None = None,
+    encoder: SentenceEncoder | None = None,
     progress: bool = True,
 ) -> dict:
     """Write `train.jsonl`, `test.jsonl`, `features/<vid>.npz` and `meta.json` under `out_dir`."""
@@ -269,7 +270,7 @@ def generate(
         raise ValueError("n_train and n_test must be >= 1")
     out = Path(out_dir)
     (out / "features").mkdir(parents=True, exist_ok=True)
-    encoder = encoder or default_text_encoder()
+    encoder = encoder or shared_encoder()
     protos = _prototypes(seed)
     counts = {}
     for split, n, split_seed in (("train", n_train, seed + 1), ("test", n_test, seed + 2)):

@@ -12,11 +12,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from models.sentences import SentenceEncoder, shared_encoder
 from models.trisense.evidence import batch_evidence
 from models.trisense.features import MODALITIES, ClipFeatures, batch_features
 from models.trisense.grounder import save_checkpoint
 from models.trisense.modeling_trisense import TriSenseConfig, TriSenseModel, grounding_loss
-from models.trisense.text import TextEncoder, default_text_encoder
 from training.trisense.data import FeatureDir, MomentRecord
 
 
@@ -41,7 +41,7 @@ def set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def embed_queries(records: list[MomentRecord], encoder: TextEncoder) -> dict[str, np.ndarray]:
+def embed_queries(records: list[MomentRecord], encoder: SentenceEncoder) -> dict[str, np.ndarray]:
     """MiniLM vector for every distinct query text."""
     texts = sorted({r.query for r in records})
     return dict(zip(texts, encoder.encode(texts), strict=True))
@@ -55,7 +55,7 @@ def is_negative(record: MomentRecord) -> bool:
 class QueryVectors(dict):
     """MiniLM vectors of query texts, encoded on first use (epoch samplers invent new wordings)."""
 
-    def __init__(self, encoder: TextEncoder) -> None:
+    def __init__(self, encoder: SentenceEncoder) -> None:
         super().__init__()
         self.encoder = encoder
 
@@ -89,7 +89,7 @@ def train(
     features: FeatureDir,
     out_path: str | Path,
     train_config: TrainConfig | None = None,
-    encoder: TextEncoder | None = None,
+    encoder: SentenceEncoder | None = None,
     meta: dict | None = None,
     sampler: Callable[[int, random.Random], list[MomentRecord]] | None = None,
 ) -> tuple[TriSenseModel, dict]:
@@ -102,7 +102,7 @@ def train(
         raise ValueError("no training records")
     set_seed(tc.seed)
     rng = random.Random(tc.seed)
-    encoder = encoder or default_text_encoder()
+    encoder = encoder or shared_encoder()
     qvecs = QueryVectors(encoder)
     qvecs.ensure(records)
     dims = {m: model_config.modality_dim(m) for m in MODALITIES}

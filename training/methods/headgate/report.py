@@ -72,7 +72,7 @@ def _prefm_data(model: torch.nn.Module, a: argparse.Namespace) -> tuple[list[dic
 
 
 def _grounder_data(model: torch.nn.Module, a: argparse.Namespace) -> tuple[list[dict], Any]:
-    from models.trisense.text import default_text_encoder
+    from models.sentences import shared_encoder
     from training.trisense.data import FeatureDir, load_annotations, usable_records
 
     if not a.data or not a.features:
@@ -82,7 +82,7 @@ def _grounder_data(model: torch.nn.Module, a: argparse.Namespace) -> tuple[list[
     if not records:
         raise ValueError(f"no usable records in {a.data}")
     texts = sorted({r.query for r in records})
-    vectors = dict(zip(texts, default_text_encoder().encode(texts), strict=True))
+    vectors = dict(zip(texts, shared_encoder().encode(texts), strict=True))
     batches = grounder_batches(records, FeatureDir(a.features), vectors, model.config.max_window_s,
                                grounder_dims(model), a.batch_size, a.seed)
     return batches, grounder_sample_loss

@@ -114,17 +114,17 @@ def add_spurious(segments: list, pool: list[tuple[int, str]], log_index: int, se
 def measure(logs_file: str | None = None, runs: int = 2, limit: int | None = None,
             progress: bool = True) -> dict:
     """Held-out gate probabilities binned per condition and class (0 = risk-free, 1 = risky)."""
-    from models.safety.embed import SentenceEmbedder
     from models.safety.knowledge import load_rules, load_scenarios
     from models.safety.logparse import parse_log
     from models.safety.retrieval import BACKGROUND_FILE, RuleRetriever
     from models.safety.risk_gate import RiskGate, gate_features, log_fold
+    from models.sentences import SentenceEncoder
     from training.safety.perturb import perturb_log
     from training.safety.replay import evidence_sentence, risky_segment
 
     everything = load_scenarios(logs_file)
     scenarios = everything[:limit]
-    retriever = RuleRetriever(load_rules(), SentenceEmbedder(), background=BACKGROUND_FILE)
+    retriever = RuleRetriever(load_rules(), SentenceEncoder(), background=BACKGROUND_FILE)
     gate = RiskGate.load()
     configs = _perturb_configs()
     pools = {name: hazard_sentences(everything, f) for name, f in SPURIOUS.items()}
