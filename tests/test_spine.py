@@ -133,6 +133,7 @@ def test_ray_and_inline_runners_give_identical_results(tmp_path, ray_runtime):
     # queries over the whole clip still run the grounding node on both runners.
     options = AnalyzeOptions(grounding=GroundingConfig(queries=["a short beep"]))
     options.stages.track = True  # and the tracking node too
+    options.stages.ocr = True  # and text on screen
     assert [n.name for n in graph.nodes(options)] == [n.name for n in graph.GRAPH]
     on_ray, inline = analyze(str(clip), options), analyze_inline(str(clip), options)
     # The default grounder may answer "not found" (a flash and a tone are not "a short beep" to its taggers); its

@@ -42,8 +42,9 @@ GRAPH: tuple[Node, ...] = (
     Node("transcribe", "pipelines.stages.speech:TranscribeStage", "stages", ("speech",), "heard",
          finish=("speech",)),
     Node("visual", "pipelines.stages.visual:VisualStage", "stages", ("segment",), "visual", host="visual"),
-    # text on screen (PP-OCRv4) in the key frame, beside visual; on with --ocr (and visual)
-    Node("ocr", "pipelines.stages.ocr:OcrStage", "stages", ("segment",), "ocr"),
+    # text on screen (PP-OCRv4) in the key frame, beside visual: only with --ocr (and visual); the parser takes
+    # None without it
+    Node("ocr", "pipelines.stages.ocr:OcrStage", "stages", ("segment",), "ocr", optional=True, when="reads_text"),
     Node("parser", "pipelines.stages.parser:ParserStage", "stages", ("record", "heard", "audio", "visual", "ocr"),
          "record", finish=("heard",)),
     # tracks over the detector's boxes, zones and lines: only with tracking on (--track, --zone, --line)
@@ -99,7 +100,7 @@ def build_stage(node: Node, config) -> Any:
 
 def step(graph: list[Node], call: Call, segment, record) -> Any:
     """Run one second through the graph; returns the record (or the runner's handle on it)."""
-    values = {"segment": segment, "record": record}
+    values = {n.output: None for n in GRAPH if n.optional} | {"segment": segment, "record": record}  # None: off
     for node in graph:
         values[node.output] = call(node, "process", [values[name] for name in node.inputs])
     return values["record"]

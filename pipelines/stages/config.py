@@ -150,6 +150,11 @@ class StageConfig:
     track_keep: int | None = None  # a live source (graph.node_config): the result keeps its newest this many tracks
     track_tracker: str = "bytetrack"  # TRACKERS: which `trackers` 2.6.1 tracker (tracking.make_tracker)
 
+    @property
+    def reads_text(self) -> bool:
+        """Whether text on screen is read (the ocr node runs): --ocr, on the picture."""
+        return self.ocr and self.visual
+
     def tracker_scores(self) -> tuple[float, float]:
         """(floor, high): boxes under the floor never reach the tracker; ByteTrack starts tracks and matches first
         on boxes of `high` and up (at least the floor). The knobs where set, else the detector's."""
