@@ -151,3 +151,29 @@ def test_the_sentence_cache_keeps_the_recently_used_vectors_only():
     assert "a car alarm sounds." in stream._cache and "a car alarm sounds." not in encoder._cache
     passages = encoder.encode_passages(["A dog barks. A person is running.", ""])
     assert passages.shape == (2, encoder.dim) and np.isclose(np.linalg.norm(passages[0]), 1.0, atol=1e-4)
+
+
+def test_a_long_outage_does_not_fill_a_day_of_empty_seconds():
+    """A camera away for a day comes back at stream second 86,400: the grounding stage of a stream with standing
+    queries keeps its window, filled with unavailable seconds, instead of pushing a day of them first."""
+    import numpy as np
+
+    from pipelines.stages.config import GroundingConfig
+    from pipelines.stages.grounding import GroundingStage
+
+    stage = GroundingStage(GroundingConfig(standing=["a dog barks"], check_every_s=1000))
+    dims = stage.grounder.dims
+
+    def second(t: int) -> None:
+        record = Second(index=t, start=t, end=t + 1)
+        stage.process(record, {"available": True, "vector": np.ones(dims["audio"], np.float32)},
+                      {"available": True, "vector": np.ones(dims["visual"], np.float32)})
+
+    for t in range(3):
+        second(t)
+    pushed, push = [], stage._push
+    stage._push = lambda *vectors: (pushed.append(1), push(*vectors))
+    second(86_400)
+    assert len(pushed) == stage.keep_s + 1  # the window and this second, not 86,398 empty seconds first
+    assert stage.base + len(stage.audio) == 86_401 and len(stage.audio) == stage.keep_s
+    assert stage.audio_mask[-1] and not any(stage.audio_mask[:-1])  # the outage: unavailable, not silent

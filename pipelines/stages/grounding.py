@@ -100,6 +100,11 @@ class GroundingStage:
         if self.t0 is None:
             self.t0 = float(record.start)
         index = int(round(record.start - self.t0))
+        keep = self.keep_s
+        if keep is not None and index - (self.base + len(self.audio)) > keep:  # a long outage: its end is enough
+            for kept in (self.audio, self.visual, self.audio_mask, self.visual_mask):
+                kept.clear()
+            self.base = index - keep
         while self.base + len(self.audio) < index:  # a live gap: missing seconds are unavailable, not silent
             self._push(None, None)
         self._push(audio.get("vector") if audio.get("available") else None,

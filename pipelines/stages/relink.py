@@ -3,7 +3,7 @@
 ByteTrack keeps a lost track for its buffer and finds it again only where its motion model predicts the box. An
 object hidden behind another as they pass, or one that turns back, comes out elsewhere and gets a new id: one
 object, two tracks, and a line crossing made while it was hidden is never seen (its two tracks each stay on their
-own side). When a track is first reported, `Relinker.link` looks for a reported track of the same kind (people
+own side). When a track is first reported, `Relinker.id_of` looks for a reported track of the same kind (people
 apart from everything else, as the detector's labels of animals and vehicles flicker) whose last sighting is at
 most `within_s` earlier and whose box centre lies within `reach` of that box's size from the new box's centre; the
 nearest one's id is taken (an appearance-free link, online: StrongSORT's AFLink does it offline). An id is taken
