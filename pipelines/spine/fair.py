@@ -23,10 +23,12 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+BATCHES_KEPT = 100_000
 
 
 class FairTurns:
@@ -34,7 +36,8 @@ class FairTurns:
         self.gap_s = gap_s
         self.prefetch = prefetch  # called with the ready calls' batch inputs, the running call's first
         self.max_batch = max_batch
-        self.batches: list[int] = []  # the size of each cohort prefetched (for tests and the benchmark)
+        # the size of each cohort prefetched (for tests and the benchmark), the newest BATCHES_KEPT: a host runs for days
+        self.batches: deque[int] = deque(maxlen=BATCHES_KEPT)
         self._cond = threading.Condition()
         self._busy: dict[str, float] = {}  # host seconds each stream has had, on the virtual clock
         self._next: dict[str, int] = {}  # the seq each stream runs next
