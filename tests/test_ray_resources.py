@@ -14,9 +14,9 @@ def test_one_cpu_tasks_run_while_every_stage_host_lives(ray_runtime):
     from pipelines.spine.hosts import stage_hosts
 
     options = AnalyzeOptions(grounding=GroundingConfig(queries=["a door closes"]))
-    options.stages.track = True
+    options.stages.track = options.stages.ocr = True
     hosts = stage_hosts(graph.nodes(options))
-    assert len(hosts) == len(graph.GRAPH)  # every node's host, grounding and tracking included
+    assert len(hosts) == len(graph.GRAPH)  # every node's host, grounding, tracking and text on screen included
     ray.get([host.pid.remote() for host in hosts.values()], timeout=120)
     task = ray.remote(**JOB_TASK_OPTIONS)(lambda: "ran")
     refs = [task.remote() for _ in range(int(ray.cluster_resources()["CPU"]))]  # as many as the job manager runs
