@@ -12,7 +12,7 @@ from models.encoders.visual_config import DEFAULT_POSE
 MOVING_CLASSES = ("person", "bicycle", "car", "motorcycle", "bus", "truck", "dog", "horse", "sheep", "cow",
                   "elephant", "bear", "zebra", "giraffe", "cat")
 DEFAULT_TRACK_FPS = 4.0  # detections a second the tracker gets unless --track-fps says otherwise
-LIVE_TRACKS = 1000  # a live source's result keeps its newest this many tracks (with their paths, ~9 kB each)
+LIVE_TRACKS = 1000  # a live source's result keeps its newest this many tracks, each with its path
 
 # (tag_threshold, tag_top_k, tag_min_s) per YAMNet model, each chosen by `training.corpus.calibrate_tags` on the
 # clips outside the test split: w8a8 on corpus v3 (docs/results/tag_calibration.json), float on corpus v4
