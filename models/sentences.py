@@ -54,7 +54,9 @@ class SentenceEncoder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()  # the cache: threads of a stage host share an encoder
         self._model: Future = Future()  # shared with `for_stream` copies
-        threading.Thread(target=self._load, name="minilm-load", daemon=True).start()
+        # not a daemon: a process that ends while the model loads waits for it (ONNX Runtime's own threads, torn
+        # down mid-load at exit, abort the process: "terminate called without an active exception")
+        threading.Thread(target=self._load, name="minilm-load").start()
         dim = pooled_dimension(self.model_dir)
         self.dim = dim if dim is not None else self.model.dim  # else the size is known once loaded
 

@@ -128,31 +128,6 @@ def test_standing_queries_keep_a_window_and_fire_as_over_everything(demo_clip, m
     assert GroundingStage(GroundingConfig(queries=["x"], standing=standing)).keep_s is None
 
 
-def test_the_sentence_cache_keeps_the_recently_used_vectors_only():
-    """The grounder's and the safety monitor's sentence vectors come from one encoder class
-    (`models/sentences.py`) whose cache keeps its `cache_size` most recently used vectors: a camera's observation
-    log says new things for days. A stream's copy (`for_stream`) has a cache of its own."""
-    import numpy as np
-
-    from models.sentences import SentenceEncoder
-
-    encoder = SentenceEncoder(cache_size=3)
-    texts = [f"a person is standing near the car for about {n} seconds." for n in range(5)]
-    first = encoder.encode(texts)
-    assert list(encoder._cache) == texts[2:]  # the newest three
-    encoder.encode(texts[2])  # used again: the most recent now
-    encoder.encode(["a dog barks."])
-    assert list(encoder._cache) == [texts[4], texts[2], "a dog barks."]
-    again = encoder.encode(texts)  # evicted ones are embedded again, the same vectors
-    assert np.allclose(first, again, atol=1e-5) and np.allclose(np.linalg.norm(again, axis=1), 1.0, atol=1e-4)
-    assert not encoder.encode(" ").any()  # nothing said: zeros
-    stream = encoder.for_stream()
-    stream.encode(["a car alarm sounds."])
-    assert "a car alarm sounds." in stream._cache and "a car alarm sounds." not in encoder._cache
-    passages = encoder.encode_passages(["A dog barks. A person is running.", ""])
-    assert passages.shape == (2, encoder.dim) and np.isclose(np.linalg.norm(passages[0]), 1.0, atol=1e-4)
-
-
 def test_a_long_outage_does_not_fill_a_day_of_empty_seconds():
     """A camera away for a day comes back at stream second 86,400: the grounding stage of a stream with standing
     queries keeps its window, filled with unavailable seconds, instead of pushing a day of them first."""
