@@ -9,6 +9,9 @@ from models.errors import BadInput
 
 HITS = {"track_min_hits": "--track-min-hits", "track_line_hits": "--track-line-hits",
         "track_min_seen": "--track-min-seen"}  # whole numbers, 1-30
+# numbers from 0 to this
+RANGES = {"track_min_score": 1, "track_moved": 1, "track_confirm_score": 1, "track_nms": 1, "track_line_margin": 1,
+          "track_relink_s": 30, "track_relink_reach": 10}
 
 
 def add_tracking_flags(p) -> None:
@@ -89,13 +92,7 @@ def tracking_options(args, opts) -> None:
         knobs["track_fill"] = False
     if getattr(args, "track_still_people", False):
         knobs["track_still_people"] = True
-    for name in ("track_min_score", "track_moved", "track_confirm_score", "track_nms", "track_line_margin"):
-        value = getattr(args, name, None)
-        if value is not None:
-            if not 0 <= value <= 1:
-                raise BadInput(f"--{name.replace('_', '-')} must be a number in [0, 1]")
-            knobs[name] = value
-    for name, top in (("track_relink_s", 30.0), ("track_relink_reach", 10.0)):
+    for name, top in RANGES.items():
         value = getattr(args, name, None)
         if value is not None:
             if not 0 <= value <= top:

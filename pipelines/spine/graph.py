@@ -55,6 +55,7 @@ GRAPH: tuple[Node, ...] = (
     Node("safety", "pipelines.stages.safety:SafetyStage", "stages", ("record",), "record", finish=("record",)),
 )
 
+OFF = {n.output: None for n in GRAPH if n.optional}  # what a node that does not run hands on (a record passes)
 Call = Callable[[Node, str, list], Any]  # (node, "process" or "finish", arguments) -> result or its handle
 
 
@@ -100,7 +101,7 @@ def build_stage(node: Node, config) -> Any:
 
 def step(graph: list[Node], call: Call, segment, record) -> Any:
     """Run one second through the graph; returns the record (or the runner's handle on it)."""
-    values = {n.output: None for n in GRAPH if n.optional} | {"segment": segment, "record": record}  # None: off
+    values = OFF | {"segment": segment, "record": record}
     for node in graph:
         values[node.output] = call(node, "process", [values[name] for name in node.inputs])
     return values["record"]

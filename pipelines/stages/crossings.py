@@ -58,10 +58,13 @@ class LineCounter:
 
     def drop(self, tid: int) -> None:
         """Forget track `tid` (lost for good)."""
-        self._settled = {k: v for k, v in self._settled.items() if k[0] != tid}
-        self._pending = {k: v for k, v in self._pending.items() if k[0] != tid}
+        self._keep(lambda key: key[0] != tid)
 
     def forget(self, names: set[str]) -> None:
         """Drop the state of lines no longer configured."""
-        self._settled = {k: v for k, v in self._settled.items() if k[1] in names}
-        self._pending = {k: v for k, v in self._pending.items() if k[1] in names}
+        self._keep(lambda key: key[1] in names)
+
+    def _keep(self, wanted) -> None:
+        """Keep the state of the (track, line) keys `wanted` says yes to."""
+        self._settled = {k: v for k, v in self._settled.items() if wanted(k)}
+        self._pending = {k: v for k, v in self._pending.items() if wanted(k)}

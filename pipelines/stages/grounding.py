@@ -102,8 +102,7 @@ class GroundingStage:
         index = int(round(record.start - self.t0))
         keep = self.keep_s
         if keep is not None and index - (self.base + len(self.audio)) > keep:  # a long outage: its end is enough
-            for kept in (self.audio, self.visual, self.audio_mask, self.visual_mask):
-                kept.clear()
+            self._drop(len(self.audio))
             self.base = index - keep
         while self.base + len(self.audio) < index:  # a live gap: missing seconds are unavailable, not silent
             self._push(None, None)
@@ -118,13 +117,16 @@ class GroundingStage:
         keep = self.keep_s
         if keep is None or len(self.audio) <= keep:
             return
-        cut = len(self.audio) - keep
-        for kept in (self.audio, self.visual, self.audio_mask, self.visual_mask):
-            del kept[:cut]
-        self.base += cut
+        self._drop(len(self.audio) - keep)
         self.transcript = [t for t in self.transcript if t["end"] > self.base]
         self.events = [e for e in self.events if e["end"] > self.base]
         self.labels = [x for x in self.labels if x["end"] > self.base]
+
+    def _drop(self, n: int) -> None:
+        """Drop the oldest `n` seconds of features."""
+        for kept in (self.audio, self.visual, self.audio_mask, self.visual_mask):
+            del kept[:n]
+        self.base += n
 
     def _take_labels(self, record: Second, index: int) -> None:
         from models.trisense.evidence import second_labels
