@@ -99,6 +99,41 @@ def test_a_live_result_keeps_its_last_hour_and_says_what_it_let_go():
     assert len(whole["seconds"]) == LIVE_SECONDS + 400 and "dropped" not in whole  # a file's result is whole
 
 
+
+def test_a_long_streams_end_keeps_every_row_its_sink_wrote(tmp_path, monkeypatch):
+    """A live stream's sink writes each row as it closes; its end saves a result that holds only the newest
+    items (here 3) and no crossing rows. The store keeps every row (real SQLite); a file job's rows are still
+    its result's, replaced whole."""
+    from pipelines.sinks import results
+    from pipelines.sinks.sink import Sink
+    from pipelines.sinks.store import Store
+
+    monkeypatch.setattr(results, "LIVE_ITEMS", 3)
+    store = Store(tmp_path / "f.db")
+    job = store.create_job("stream", "cam")
+    sink = Sink("cam", job_id=job, store=store, live=True)
+    for s in range(8):
+        record = Second(index=s, start=s, end=s + 1)
+        record.events_closed = [{"label": "Dog", "modality": "audio", "start": s, "end": s + 1, "confidence": 0.9}]
+        record.transcript = [{"start": s, "end": s + 1, "text": f"line {s}"}]
+        record.moments = [{"query": "a dog", "start": s, "end": s + 1, "score": 0.5}]
+        record.crossings = [{"time": s + 0.5, "line": "gate", "label": "car", "track_id": s,
+                             "direction": "left_to_right"}]
+        sink.write(record)
+    result = sink.result(None, True, True, 1.0, None)
+    assert result["dropped"] == {"events": 5, "transcript": 5, "moments": 5, "crossings": 5}
+    store.save_result(job, result, status="stopped", rows_written=True)  # what a server stream's end does
+    counts = {t: len(store.rows(t, job)) for t in ("events", "transcript", "moments", "alerts")}
+    assert counts == {"events": 8, "transcript": 8, "moments": 8, "alerts": 8}, counts
+    assert [r["text"] for r in store.rows("transcript", job)] == [f"line {s}" for s in range(8)]
+    assert store.job(job)["status"] == "stopped" and len(store.result(job)["events"]) == 3
+
+    upload = store.create_job("upload", "clip.mp4")
+    store.append_rows(upload, "clip.mp4", [], [{"start": 0, "end": 1, "text": "a draft"}])
+    store.save_result(upload, {**result, "source": "clip.mp4"})  # a file job: the result's rows, whole
+    assert [r["text"] for r in store.rows("transcript", upload)] == ["line 5", "line 6", "line 7"]
+    assert [r["rule"] for r in store.rows("alerts", upload)] == []
+
 def test_standing_queries_keep_a_window_and_fire_as_over_everything(demo_clip, monkeypatch):
     """A live stream's grounding stage (standing queries only) keeps the last lookback + check seconds, not every
     second's features (about 3.5 kB a second, all stacked again at every check): on the demo with a 10-s

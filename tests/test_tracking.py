@@ -221,9 +221,11 @@ def test_zones_change_on_a_running_stream(tmp_path, rtsp_server, demo_clip):
     """PUT /v1/streams/{id}/zones on a live RTSP loop: a zone added while it runs gets zone events from then on;
     a bad zone is 422, a stream without tracking 409, an unknown stream 404. A tracked stream whose source turns
     out to have no picture (audio only) is ended with that reason, as the CLI refuses such a file."""
+    import json
     import subprocess
     import time
 
+    from pipelines.sinks.store import Store
     from tests.helpers.api_server import ApiServer
     from tests.helpers.cli import free_port
     from training.media.loopback import RtspServer
@@ -277,6 +279,9 @@ def test_zones_change_on_a_running_stream(tmp_path, rtsp_server, demo_clip):
                 info.get("error") or ""), info
         assert {z["zone"] for z in result["zone_events"]} == {"all"}
         assert "zone_enter" in {z["kind"] for z in result["zone_events"]}
+        rows = Store(tmp_path / "f.db").rows("alerts", job)  # the sink's rows outlive the stream's end
+        assert {(r["rule"], json.loads(r["evidence_json"])[0]["zone"]) for r in rows if r["rule"] == "zone_enter"} \
+            == {("zone_enter", "all")}, rows
     finally:
         server.stop()
         radio.kill()

@@ -280,7 +280,9 @@ class StreamManager:
             stream.final_stats = result.get("ingest")
             error = stream.refused or (result.get("ingest") or {}).get("failure")
             status = "failed" if error else ("stopped" if stream.stopping else "ended")
-            self.store.save_result(stream.job_id, result, status="stopped" if status == "stopped" else "done")
+            # (its sink wrote every row as it closed; the result holds only the newest of a long stream's)
+            self.store.save_result(stream.job_id, result, status="stopped" if status == "stopped" else "done",
+                                   rows_written=True)
         except Exception as exc:
             status, error = "failed", str(exc)
         if error:

@@ -69,7 +69,7 @@ class Sink:
             self.review.write(record, (self.picture or {}).get("jpeg"))
         if self.store is not None and self.live_rows:
             self.store.append_rows(self.job_id, self.builder.source, record.events_closed, record.transcript,
-                                   record.alerts + tracking_rows(record))
+                                   record.alerts + tracking_rows(record), record.moments)
         self.seq += 1
         if self.feed is not None:
             self.feed.append((self.seq, {"time": record.end, "events": record.events_closed,

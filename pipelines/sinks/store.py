@@ -193,22 +193,21 @@ class Store(ReviewCards):
             return int(self.db.execute(q, statuses).fetchone()[0])
 
     # -- results -------------------------------------------------------------------------------------------
-    def save_result(self, job_id: str, result: dict, status: str = "done") -> None:
-        """Replace every row of `job_id` with `result` and mark the job `status` (done, or stopped for a live
-        stream its user stopped), atomically."""
+    def save_result(self, job_id: str, result: dict, status: str = "done", rows_written: bool = False) -> None:
+        """Mark the job `status` (done, or stopped for a live stream its user stopped) with `result`, and replace
+        every row of `job_id` with the result's, atomically. `rows_written`: a stream's sink wrote each row as it
+        closed (`append_rows`), so those rows stay: a live result keeps only its newest items
+        (`results.LIVE_ITEMS`), and the line crossings and zone events are rows of their own."""
         if status not in ("done", "stopped"):
             raise ValueError(f"a saved result is done or stopped, not {status}")
         source = result.get("source", "")
 
         def write(db: sqlite3.Connection) -> None:
-            for table in ("events", "transcript", "moments", "alerts"):
-                db.execute(f"DELETE FROM {table} WHERE job_id=?", (job_id,))
-            _insert_rows(db, job_id, source, result.get("events", []), result.get("transcript", []),
-                         result.get("alerts", []))
-            db.executemany('INSERT INTO moments (job_id, source, query, start, "end", score, weights_json) '
-                           "VALUES (?,?,?,?,?,?,?)",
-                           [(job_id, source, m["query"], m["start"], m["end"], m["score"],
-                             json.dumps(m.get("modality_weights", {}))) for m in result.get("moments", [])])
+            if not rows_written:
+                for table in ("events", "transcript", "moments", "alerts"):
+                    db.execute(f"DELETE FROM {table} WHERE job_id=?", (job_id,))
+                _insert_rows(db, job_id, source, result.get("events", []), result.get("transcript", []),
+                             result.get("alerts", []), result.get("moments", []))
             db.execute("UPDATE jobs SET status=?, progress=1, error=NULL, result_json=?, updated_at=? "
                        "WHERE id=?", (status, json.dumps(result), time.time(), job_id))
 
@@ -221,12 +220,11 @@ class Store(ReviewCards):
         return json.loads(job["result_json"])
 
     def append_rows(self, job_id: str, source: str, events: list[dict], transcript: list[dict],
-                    alerts: list[dict] | None = None) -> None:
+                    alerts: list[dict] | None = None, moments: list[dict] | None = None) -> None:
         """Incremental writes from a live sink (rows are final once written)."""
-        if not events and not transcript and not alerts:
+        if not events and not transcript and not alerts and not moments:
             return
-
-        self._tx(lambda db: _insert_rows(db, job_id, source, events, transcript, alerts or []))
+        self._tx(lambda db: _insert_rows(db, job_id, source, events, transcript, alerts or [], moments or []))
 
     def rows(self, table: str, job_id: str) -> list[dict]:
         if table not in ("events", "transcript", "moments", "alerts"):
@@ -351,7 +349,7 @@ def _add_missing_columns(db: sqlite3.Connection, table: str, columns: dict[str, 
 
 
 def _insert_rows(db: sqlite3.Connection, job_id: str, source: str, events: list[dict], transcript: list[dict],
-                 alerts: list[dict]) -> None:
+                 alerts: list[dict], moments: list[dict]) -> None:
     db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence, model, taxonomy) '
                    "VALUES (?,?,?,?,?,?,?,?,?)",
                    [(job_id, source, e["label"], e["modality"], e["start"], e["end"], e["confidence"],
@@ -362,3 +360,7 @@ def _insert_rows(db: sqlite3.Connection, job_id: str, source: str, events: list[
                    "evidence_json) VALUES (?,?,?,?,?,?,?,?)",
                    [(job_id, source, a["time"], a["severity"], a["rule"], a["reason"], a.get("lead_time_s"),
                      json.dumps(a.get("evidence", []))) for a in alerts])
+    db.executemany('INSERT INTO moments (job_id, source, query, start, "end", score, weights_json) '
+                   "VALUES (?,?,?,?,?,?,?)",
+                   [(job_id, source, m["query"], m["start"], m["end"], m["score"],
+                     json.dumps(m.get("modality_weights", {}))) for m in moments])
