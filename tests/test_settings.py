@@ -101,11 +101,12 @@ def test_recording_retention_from_flags_and_config(tmp_path, capsys):
     from ui.launch import dashboard_main
 
     config = tmp_path / "f.toml"
-    config.write_text("[serve]\nrecord-minutes = 5\n")
+    config.write_text("[serve]\nrecord-minutes = 5\nkeep-days = 7\n")
     p = serve_parser()
     settings = make_settings(parse_args(p, ["--config", str(config), "--record-gb", "0.5", "--db", str(tmp_path / "f.db")],
                                         {"serve": (p, ("analysis", "serve"))}))
-    assert (settings.retention.minutes, settings.retention.gb) == (5.0, 0.5)
+    assert (settings.retention.minutes, settings.retention.gb, settings.retention.keep_days) == (5.0, 0.5, 7.0)
+    assert make_settings(serve_parser().parse_args([])).retention.keep_days == 30.0
     assert settings.recordings_dir == tmp_path / "recordings" and settings.retention.enabled
     off = make_settings(serve_parser().parse_args(["--record-minutes", "0"]))
     assert not off.retention.enabled  # 0 minutes: streams are not recorded
@@ -116,3 +117,8 @@ def test_recording_retention_from_flags_and_config(tmp_path, capsys):
         dashboard_main(["--db", str(tmp_path / "d.db"), "--record-minutes", "-1"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "--record-minutes" in err and len(err.strip().splitlines()) == 1
+    for bad in ("-1", "nan", "inf"):
+        with pytest.raises(SystemExit) as exit_:
+            dashboard_main(["--db", str(tmp_path / "d.db"), "--keep-days", bad])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and "--keep-days" in err and len(err.strip().splitlines()) == 1

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.services.streams import check_watches
+from app.services.stream_watches import check_watches
 from models.errors import BadInput
 from models.watches import heard, is_sound_watch, parse_watch
 

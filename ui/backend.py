@@ -55,10 +55,12 @@ def max_streams() -> int:
 
 
 def retention() -> Retention:
-    """How much of each live source is recorded: `FORESIGHT_RECORD_MINUTES` and `FORESIGHT_RECORD_GB` (set by
-    `foresight dashboard --record-minutes/--record-gb`), default 60 min and 2 GB."""
+    """How much of each live source is recorded and kept: `FORESIGHT_RECORD_MINUTES`, `FORESIGHT_RECORD_GB` and
+    `FORESIGHT_KEEP_DAYS` (set by `foresight dashboard --record-minutes/--record-gb/--keep-days`), default 60 min,
+    2 GB and 30 days."""
     return Retention(minutes=float(os.environ.get("FORESIGHT_RECORD_MINUTES", "60")),
-                     gb=float(os.environ.get("FORESIGHT_RECORD_GB", "2")))
+                     gb=float(os.environ.get("FORESIGHT_RECORD_GB", "2")),
+                     keep_days=float(os.environ.get("FORESIGHT_KEEP_DAYS", "30")))
 
 
 def stream_manager(store: Store) -> StreamManager:

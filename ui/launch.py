@@ -69,6 +69,7 @@ def dashboard_main(argv: list[str]) -> int:
         return EXIT_BAD_INPUT
     env = {**os.environ, "FORESIGHT_DB": str(db), "FORESIGHT_MAX_STREAMS": str(args.max_streams),
            "FORESIGHT_RECORD_MINUTES": str(args.record_minutes), "FORESIGHT_RECORD_GB": str(args.record_gb),
+           "FORESIGHT_KEEP_DAYS": str(args.keep_days),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     try:
         return subprocess.call(streamlit_command(args), cwd=ROOT, env=env)

@@ -27,16 +27,18 @@ JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 @dataclass
 class Retention:
     """How much of each live stream is kept: the newest `minutes` and at most `gb` gigabytes (whichever is
-    less); finished streams' recordings stay for playback until all of them together pass `gb`, oldest
-    removed first. `minutes == 0` turns recording off."""
+    less) of its recording; finished streams' recordings stay for playback until all of them together pass
+    `gb`, oldest removed first. `minutes == 0` turns recording off. What the streams wrote in the store (rows,
+    review cards, finished jobs) is kept `keep_days` (0: for ever; `app.services.row_retention`)."""
 
     minutes: float = 60.0
     gb: float = 2.0
     segment_s: float = 4.0
+    keep_days: float = 30.0
 
     def __post_init__(self) -> None:
-        if not (self.minutes >= 0 and self.gb > 0 and self.segment_s > 0):
-            raise ValueError("recording minutes must be 0 or more, and gigabytes positive")
+        if not (self.minutes >= 0 and self.gb > 0 and self.segment_s > 0 and 0 <= self.keep_days < math.inf):
+            raise ValueError("recording minutes and days kept must be 0 or more, and gigabytes positive")
 
     @property
     def enabled(self) -> bool:
@@ -135,11 +137,15 @@ def add_recording_flags(p: argparse.ArgumentParser) -> None:
                    help="keep the newest MINUTES of each live stream on disk for playback (default 60; 0: no recording)")
     p.add_argument("--record-gb", type=positive_float, default=2.0,
                    help="and at most this many GB per stream, and for all finished streams' recordings (default 2)")
+    p.add_argument("--keep-days", type=nonnegative_float, default=30.0,
+                   help="delete what live streams wrote in the store (events, transcript, alerts, moments, review "
+                        "cards, finished stream jobs) after this many days (default 30; 0: keep everything)")
 
 
 def retention_from(args) -> Retention:
     """The recording retention from `add_recording_flags`' flags; BadInput for values out of range."""
     minutes, gb = getattr(args, "record_minutes", 60.0), getattr(args, "record_gb", 2.0)
-    if not (0 <= minutes < math.inf and 0 < gb < math.inf):
-        raise BadInput("--record-minutes must be 0 or more and --record-gb positive")
-    return Retention(minutes=minutes, gb=gb)
+    days = getattr(args, "keep_days", 30.0)
+    if not (0 <= minutes < math.inf and 0 < gb < math.inf and 0 <= days < math.inf):
+        raise BadInput("--record-minutes and --keep-days must be 0 or more and --record-gb positive")
+    return Retention(minutes=minutes, gb=gb, keep_days=days)

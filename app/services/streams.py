@@ -16,6 +16,8 @@ from pathlib import Path
 
 from app.services.model_choice import check_models, with_models
 from app.services.recordings import Retention, record_config
+from app.services.row_retention import RowPruner
+from app.services.stream_watches import check_watches, make_watchable
 from models.errors import BadInput
 from pipelines import AnalyzeOptions, Pipeline
 from pipelines.media.detect_source import parse_detect_source
@@ -26,7 +28,6 @@ from pipelines.sinks.store import Store
 from pipelines.stages.config import no_picture
 
 TERMINAL = ("ended", "stopped", "failed")
-MAX_WATCHES, MAX_WATCH_CHARS = 20, 200
 log = logging.getLogger("foresight.streams")
 
 
@@ -108,28 +109,6 @@ class LiveStream:
         return record.dir if record is not None else None
 
 
-def check_watches(watches: list[str]) -> list[str]:
-    """Standing queries as given, stripped; BadInput for blank ones or too many."""
-    from models.watches import parse_watch
-
-    out = [parse_watch(w).text for w in watches]  # BadInput for a blank one or a bad threshold
-    if len(out) > MAX_WATCHES or any(len(w) > MAX_WATCH_CHARS for w in out):
-        raise BadInput(f"at most {MAX_WATCHES} watches of {MAX_WATCH_CHARS} characters each")
-    return list(dict.fromkeys(out))
-
-
-def make_watchable(options: AnalyzeOptions) -> None:
-    """Keep the grounding stage in a live pipeline even without watches, so watches can be added while it runs
-    (when the grounding model is built; otherwise the stream runs without it and refuses watches)."""
-    from pipelines.stages.grounding import checkpoint_path
-
-    try:
-        options.grounding.checkpoint = str(checkpoint_path(options.grounding.checkpoint))
-    except BadInput:
-        return
-    options.grounding.watchable = True
-
-
 class StreamManager:
     """Registry of live streams; all calls are thread-safe."""
 
@@ -153,6 +132,8 @@ class StreamManager:
             store.update_job(job_id, status="failed", error="interrupted: the server stopped while the stream ran; "
                              + ("it was persistent and restarts under a new job" if job_id in persistent
                                 else "add it again"))
+        keep_days = retention.keep_days if retention is not None else 0  # what its streams wrote, kept this long
+        self.pruner = RowPruner.start_for(store, job_kind, keep_days, recordings)
 
     def resume(self) -> list[LiveStream]:
         """Reconnect the persistent streams that were running when the last server stopped (same stream ids,
@@ -280,9 +261,8 @@ class StreamManager:
             stream.final_stats = result.get("ingest")
             error = stream.refused or (result.get("ingest") or {}).get("failure")
             status = "failed" if error else ("stopped" if stream.stopping else "ended")
-            # (its sink wrote every row as it closed; the result holds only the newest of a long stream's)
             self.store.save_result(stream.job_id, result, status="stopped" if status == "stopped" else "done",
-                                   rows_written=True)
+                                   rows_written=True)  # (its sink wrote every row as it closed)
         except Exception as exc:
             status, error = "failed", str(exc)
         if error:
@@ -399,3 +379,5 @@ class StreamManager:
         self._closing = True
         for stream in self.list():
             self.remove(stream.id, timeout=10)
+        if self.pruner is not None:
+            self.pruner.close()

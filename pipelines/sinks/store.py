@@ -4,7 +4,8 @@ here, behind methods, but for the review feed's cards (`pipelines.sinks.review_s
 connection).
 
 A job's rows are replaced in one transaction when its result is saved, so a process killed at any point
-leaves either the previous state or the new one, never half a result: that is what makes batch resumable.
+leaves either the previous state or the new one, never half a result: that is what makes batch resumable. A
+live stream's rows are written as they close and kept; `prune_stream_rows` deletes the old ones.
 """
 
 from __future__ import annotations
@@ -37,22 +38,22 @@ CREATE INDEX IF NOT EXISTS jobs_key ON jobs(key);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, label TEXT NOT NULL,
     modality TEXT NOT NULL, start REAL NOT NULL, "end" REAL NOT NULL, confidence REAL NOT NULL,
-    model TEXT, taxonomy TEXT
+    model TEXT, taxonomy TEXT, wall REAL
 );
 CREATE INDEX IF NOT EXISTS events_job ON events(job_id);
 CREATE TABLE IF NOT EXISTS transcript (
     id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, start REAL NOT NULL,
-    "end" REAL NOT NULL, text TEXT NOT NULL
+    "end" REAL NOT NULL, text TEXT NOT NULL, wall REAL
 );
 CREATE INDEX IF NOT EXISTS transcript_job ON transcript(job_id);
 CREATE TABLE IF NOT EXISTS moments (
     id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, query TEXT NOT NULL,
-    start REAL NOT NULL, "end" REAL NOT NULL, score REAL NOT NULL, weights_json TEXT NOT NULL
+    start REAL NOT NULL, "end" REAL NOT NULL, score REAL NOT NULL, weights_json TEXT NOT NULL, wall REAL
 );
 CREATE TABLE IF NOT EXISTS alerts (
     id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, time REAL NOT NULL,
     severity TEXT NOT NULL, rule TEXT NOT NULL, reason TEXT NOT NULL, lead_time_s REAL,
-    evidence_json TEXT NOT NULL
+    evidence_json TEXT NOT NULL, wall REAL
 );
 CREATE TABLE IF NOT EXISTS grounding_clips (
     source_id TEXT PRIMARY KEY, num_seconds INTEGER NOT NULL, transcript TEXT NOT NULL, events TEXT NOT NULL
@@ -72,6 +73,8 @@ CREATE TABLE IF NOT EXISTS stream_restarts (
 );
 """.replace("{jobs}", JOBS_TABLE)
 GROUNDING_TABLES = ("grounding_clips", "grounding_seconds", "grounding_windows")
+ROW_TABLES = ("events", "transcript", "moments", "alerts")  # a job's rows
+FINISHED = ("done", "stopped", "failed")
 
 
 class Store(ReviewCards):
@@ -92,6 +95,8 @@ class Store(ReviewCards):
         _widen_job_statuses(self.db)
         self.db.executescript(SCHEMA + REVIEW_SCHEMA)  # an older database gains the tables it lacks
         _add_missing_columns(self.db, "events", {"model": "TEXT", "taxonomy": "TEXT"})
+        for table in ROW_TABLES:  # when each row was written, by the clock (`prune_stream_rows`)
+            _add_missing_columns(self.db, table, {"wall": "REAL"})
         _add_missing_columns(self.db, "stream_restarts", {"settings": "TEXT"})
 
     def close(self) -> None:
@@ -204,7 +209,7 @@ class Store(ReviewCards):
 
         def write(db: sqlite3.Connection) -> None:
             if not rows_written:
-                for table in ("events", "transcript", "moments", "alerts"):
+                for table in ROW_TABLES:
                     db.execute(f"DELETE FROM {table} WHERE job_id=?", (job_id,))
                 _insert_rows(db, job_id, source, result.get("events", []), result.get("transcript", []),
                              result.get("alerts", []), result.get("moments", []))
@@ -227,11 +232,38 @@ class Store(ReviewCards):
         self._tx(lambda db: _insert_rows(db, job_id, source, events, transcript, alerts or [], moments or []))
 
     def rows(self, table: str, job_id: str) -> list[dict]:
-        if table not in ("events", "transcript", "moments", "alerts"):
+        if table not in ROW_TABLES:
             raise ValueError(f"unknown table {table}")
         with self._lock:
             return [dict(r) for r in self.db.execute(f"SELECT * FROM {table} WHERE job_id=? ORDER BY id", (job_id,))]
 
+
+    def prune_stream_rows(self, kind: str, before: float) -> tuple[dict[str, int], list[str]]:
+        """Delete what the jobs of `kind` (live streams) wrote before the wall-clock time `before`: their rows
+        and review cards, and the finished jobs last updated before it, whole. Returns the count deleted per
+        table and the deleted jobs' ids. A row from before the `wall` column is dated by its job's start plus
+        its stream time (never later than it was written)."""
+
+        def prune(db: sqlite3.Connection) -> tuple[dict[str, int], list[str]]:
+            jobs = "SELECT id FROM jobs WHERE kind=?"
+            done = [r[0] for r in db.execute(f"{jobs} AND status IN ({','.join('?' * len(FINISHED))}) "
+                                             "AND updated_at<?", (kind, *FINISHED, before))]
+            counts = {}
+            for table in ROW_TABLES:
+                at = "time" if table == "alerts" else '"end"'
+                counts[table] = db.execute(
+                    f"DELETE FROM {table} WHERE job_id IN ({jobs}) AND COALESCE(wall, "
+                    f"(SELECT created_at FROM jobs WHERE jobs.id={table}.job_id) + {at}) < ?", (kind, before)).rowcount
+            counts["review"] = db.execute(f"DELETE FROM review WHERE job_id IN ({jobs}) AND last_wall<?",
+                                          (kind, before)).rowcount
+            for job_id in done:  # anything of theirs written since (nothing, normally) goes with them
+                for table in (*ROW_TABLES, "review"):
+                    counts[table] += db.execute(f"DELETE FROM {table} WHERE job_id=?", (job_id,)).rowcount
+                db.execute("DELETE FROM jobs WHERE id=?", (job_id,))
+            counts["jobs"] = len(done)
+            return counts, done
+
+        return self._tx(prune)
 
     def text_rows(self, job_ids: list[str] | None = None) -> tuple[list[tuple], list[tuple]]:
         """Transcript rows `(job_id, source, text, start, end)` and event rows
@@ -350,17 +382,18 @@ def _add_missing_columns(db: sqlite3.Connection, table: str, columns: dict[str, 
 
 def _insert_rows(db: sqlite3.Connection, job_id: str, source: str, events: list[dict], transcript: list[dict],
                  alerts: list[dict], moments: list[dict]) -> None:
-    db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence, model, taxonomy) '
-                   "VALUES (?,?,?,?,?,?,?,?,?)",
+    now = time.time()
+    db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence, model, taxonomy, '
+                   "wall) VALUES (?,?,?,?,?,?,?,?,?,?)",
                    [(job_id, source, e["label"], e["modality"], e["start"], e["end"], e["confidence"],
-                     e.get("source"), e.get("taxonomy")) for e in events])
-    db.executemany('INSERT INTO transcript (job_id, source, start, "end", text) VALUES (?,?,?,?,?)',
-                   [(job_id, source, t["start"], t["end"], t["text"]) for t in transcript])
+                     e.get("source"), e.get("taxonomy"), now) for e in events])
+    db.executemany('INSERT INTO transcript (job_id, source, start, "end", text, wall) VALUES (?,?,?,?,?,?)',
+                   [(job_id, source, t["start"], t["end"], t["text"], now) for t in transcript])
     db.executemany("INSERT INTO alerts (job_id, source, time, severity, rule, reason, lead_time_s, "
-                   "evidence_json) VALUES (?,?,?,?,?,?,?,?)",
+                   "evidence_json, wall) VALUES (?,?,?,?,?,?,?,?,?)",
                    [(job_id, source, a["time"], a["severity"], a["rule"], a["reason"], a.get("lead_time_s"),
-                     json.dumps(a.get("evidence", []))) for a in alerts])
-    db.executemany('INSERT INTO moments (job_id, source, query, start, "end", score, weights_json) '
-                   "VALUES (?,?,?,?,?,?,?)",
+                     json.dumps(a.get("evidence", [])), now) for a in alerts])
+    db.executemany('INSERT INTO moments (job_id, source, query, start, "end", score, weights_json, wall) '
+                   "VALUES (?,?,?,?,?,?,?,?)",
                    [(job_id, source, m["query"], m["start"], m["end"], m["score"],
-                     json.dumps(m.get("modality_weights", {}))) for m in moments])
+                     json.dumps(m.get("modality_weights", {})), now) for m in moments])
