@@ -54,3 +54,17 @@ def test_a_small_machine_runs_every_node_in_one_stage_host_and_a_bad_setting_is_
     monkeypatch.setenv(hosts.HOSTS_ENV, "three")
     with pytest.raises(BadInput, match="FORESIGHT_STAGE_HOSTS must be one, split or auto"):
         hosts.host_of(graph.GRAPH[0])
+
+
+def test_the_whole_second_goes_to_the_one_host_in_one_call(monkeypatch):
+    """`one_host`: when every node's handle names one host, the ingest hands it each second whole (its `second`);
+    with two hosts, or FORESIGHT_NODE_CALLS=1 (the benchmarks' reference), one call per node."""
+    from pipelines.spine.hosts import NODE_CALLS_ENV, NodeHandle, one_host
+
+    monkeypatch.delenv(NODE_CALLS_ENV, raising=False)
+    shared, visual = "host-all", "host-visual"  # (stand-ins: Ray's handles compare by actor the same way)
+    together = {name: NodeHandle(shared, name) for name in ("speech", "visual", "safety")}
+    assert one_host(together) == shared
+    assert one_host({**together, "visual": NodeHandle(visual, "visual")}) is None
+    monkeypatch.setenv(NODE_CALLS_ENV, "1")
+    assert one_host(together) is None

@@ -120,11 +120,12 @@ def test_clip_features_are_indexed_for_search_over_everything_stored(demo_clip, 
     assert best["start"] < truth.phone[1] + 2 and best["end"] > truth.phone[0] - 2, best
 
 
-def test_ray_and_inline_runners_give_identical_results(tmp_path, ray_runtime):
+def test_ray_and_inline_runners_give_identical_results(tmp_path, ray_runtime, monkeypatch):
     """One stage graph, two runners: the Ray actors and the inline runner return the same result, byte for byte
-    (timings aside), with every node of the graph present (grounding included)."""
+    (timings aside), with every node of the graph present (grounding included). On Ray both ways of calling one
+    host: the whole second in one call (`StageHost.second`) and one call per node."""
     from pipelines import AnalyzeOptions, GroundingConfig, analyze, analyze_inline
-    from pipelines.spine import graph
+    from pipelines.spine import graph, hosts
     from training.media.synth import flash_tone_clip
 
     clip = flash_tone_clip(tmp_path / "flash.mp4", duration_s=6.0, event_s=(2.0, 4.0))
@@ -135,10 +136,14 @@ def test_ray_and_inline_runners_give_identical_results(tmp_path, ray_runtime):
     options.stages.track = True  # and the tracking node too
     options.stages.ocr = True  # and text on screen
     assert [n.name for n in graph.nodes(options)] == [n.name for n in graph.GRAPH]
+    monkeypatch.setenv(hosts.HOSTS_ENV, "one")
     on_ray, inline = analyze(str(clip), options), analyze_inline(str(clip), options)
+    monkeypatch.setenv(hosts.NODE_CALLS_ENV, "1")
+    per_node = analyze(str(clip), options)
     # The default grounder may answer "not found" (a flash and a tone are not "a short beep" to its taggers); its
     # answer entry, best score included, is there either way and must match across the runners.
     assert on_ray["seconds"] and on_ray["ingest"]["segments_emitted"] == 6
     assert [a["query"] for a in on_ray["answers"]] == ["a short beep"] and on_ray["answers"][0]["best_score"] > 0
-    same = [{k: v for k, v in r.items() if k != "timings"} for r in (on_ray, inline)]
-    assert json.dumps(same[0], sort_keys=True) == json.dumps(same[1], sort_keys=True)
+    same = [json.dumps({k: v for k, v in r.items() if k != "timings"}, sort_keys=True)
+            for r in (on_ray, inline, per_node)]
+    assert same[0] == same[1] and same[2] == same[1]

@@ -3,8 +3,9 @@ is the stream's sink.
 
 The ingest actor passes ObjectRefs from one host call into the next, so segment data moves between processes
 without a round trip through the driver; a thread of it writes each record into its sink as soon as the
-record is ready (`delivery.py`). Hosts restart after a crash (`max_restarts`) and their in-flight calls are
-retried.
+record is ready (`delivery.py`). When every node shares one host (`hosts.one_host`: a machine of up to 2 CPUs),
+a second is one call (`StageHost.second`) and nothing between the nodes goes through Ray. Hosts restart after a
+crash (`max_restarts`) and their in-flight calls are retried.
 """
 
 from __future__ import annotations
@@ -108,16 +109,23 @@ class IngestActor:
         return None if info is None else info.__dict__
 
     def run(self, nodes: list[graph.Node], hosts: dict, sink, stream: str, configs: dict,
-            max_inflight: int = 4) -> dict:
+            max_inflight: int = 4, host=None) -> dict:
         """Submit every second through the graph's hosts (node name -> handle) as `stream`, each node with its
         stage config (`configs`: node name -> config), into `sink` (None: this actor's own; else a handle with
-        a remote `write`)."""
+        a remote `write`). With `host` (the one host of every node, `hosts.one_host`), a second is one call."""
 
         seq = 0  # this stream's second number at the hosts (its finish comes last)
         self.configs = {**configs, **self.configs}  # `set_config` may replace one while the stream runs
 
         def call(node: graph.Node, method: str, args: list):
             return getattr(hosts[node.name], method).remote(stream, seq, self.configs[node.name], *args)
+
+        names = [node.name for node in nodes]
+
+        def step(segment, record):
+            if host is None:
+                return graph.step(nodes, call, segment, record)
+            return host.second.remote(stream, seq, {n: self.configs[n] for n in names}, names, segment, record)
 
         write = self.write if sink is None else (lambda record: ray.get(sink.write.remote(record)))
         self.reader.start()
@@ -130,7 +138,7 @@ class IngestActor:
                 if self.budget is not None:
                     seg = self.budget.apply(seg)
                 t0 = time.perf_counter()
-                record = graph.step(nodes, call, ray.put(seg), Second.of(seg))
+                record = step(ray.put(seg), Second.of(seg))
                 seq += 1
                 if self.budget is not None:
                     self.budget.track(seg, record.future())

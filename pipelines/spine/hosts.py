@@ -21,6 +21,7 @@ import os
 import threading
 import time
 from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import ray
 
@@ -67,6 +68,9 @@ class StageHost:
         self.closed: deque[tuple[str, str]] = deque(maxlen=4096)  # late calls must not revive a closed stream
         self.turns = {name: FairTurns(prefetch=lambda inputs, name=name: self._prefetch(name, inputs))
                       for name in self.nodes}
+        # `second`'s node calls: each waits for its inputs and its turn, so no bound (a bounded pool could fill
+        # with calls waiting on calls queued behind them); idle threads are reused
+        self._calls = ThreadPoolExecutor(max_workers=4096, thread_name_prefix="node")
 
     def ready(self) -> bool:
         return True
@@ -104,6 +108,21 @@ class StageHost:
         """Second number `seq` of `stream` through its stage of `node`."""
         return self.turns[node].run(stream, seq, lambda: self._call(node, stream, config, "process", args),
                                     batch_input=lambda: self._batch_input(node, stream, args))
+
+    def second(self, stream: str, seq: int, configs: dict, names: list[str], segment, record):
+        """Second number `seq` of `stream` through the nodes `names` (all hosted here), in one call: each node's
+        call runs on a thread of its own (`process`, so the turns and cross-stream batches are the same) as soon
+        as its inputs are ready, and nothing between them goes through Ray. Returns the final record."""
+        nodes = [self.nodes[name] for name in names]
+
+        def call(node: graph.Node, method: str, args: list) -> Future:
+            return self._calls.submit(self._when_ready, node.name, stream, seq, configs[node.name], args)
+
+        return graph.step(nodes, call, segment, record).result()
+
+    def _when_ready(self, node: str, stream: str, seq: int, config, args: list):
+        inputs = [a.result() if isinstance(a, Future) else a for a in args]  # (an earlier node's failure raises)
+        return self.process(node, stream, seq, config, *inputs)
 
     def _batch_input(self, node: str, stream: str, args: tuple):
         """What this stream's next call would hand a model that batches across streams (None: nothing)."""
@@ -203,6 +222,7 @@ def host_linger_s() -> float:
 
 
 HOSTS_ENV = "FORESIGHT_STAGE_HOSTS"  # "one", "split" or "auto" (the default)
+NODE_CALLS_ENV = "FORESIGHT_NODE_CALLS"  # "1": one Ray call per node and second even in one host
 ONE_HOST_MAX_CPUS = 2  # "auto": every node in one process on a local cluster of up to this many CPUs
 
 
@@ -246,6 +266,15 @@ def stage_hosts(nodes: list[graph.Node]) -> dict[str, NodeHandle]:
             hosted = tuple(n for n in graph.GRAPH if host_of(n) == host)
             _HELD[host] = StageHost.options(name=name, get_if_exists=True).remote(hosted)
         return {node.name: NodeHandle(_HELD[host_of(node)], node.name) for node in nodes}
+
+
+def one_host(handles: dict[str, NodeHandle]):
+    """The host every node runs in when they share one (its `second` takes a whole second in one call), else
+    None. FORESIGHT_NODE_CALLS=1 makes one call per node and second anyway (the benchmarks' reference)."""
+    hosts = {h.host for h in handles.values()}  # (Ray's handles compare by actor)
+    if len(hosts) != 1 or os.environ.get(NODE_CALLS_ENV, "") == "1":
+        return None
+    return next(iter(hosts))
 
 
 def release_hosts(nodes: list[graph.Node]) -> None:

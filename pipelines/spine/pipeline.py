@@ -44,7 +44,7 @@ class Pipeline:
         import ray
 
         from pipelines.spine.actors import IngestActor
-        from pipelines.spine.hosts import stage_hosts
+        from pipelines.spine.hosts import one_host, stage_hosts
         from pipelines.spine.runtime import ensure_ray
 
         self.options = options = options or AnalyzeOptions()
@@ -79,7 +79,9 @@ class Pipeline:
             if isinstance(cause, BadInput):
                 raise cause from None
             raise RuntimeError(f"a model actor failed to start: {exc}") from None
-        self.run_ref = self.ingest.run.remote(self.nodes, self.actors, None, self.stream, self.configs)
+        # every node in one process: the ingest hands it each second whole (`StageHost.second`)
+        self.run_ref = self.ingest.run.remote(self.nodes, self.actors, None, self.stream, self.configs,
+                                              host=one_host(self.actors))
 
     def progress(self, timeout: float | None = None) -> dict:
         return self._ray.get(self.ingest.progress.remote(), timeout=timeout)
