@@ -237,7 +237,6 @@ class Store(ReviewCards):
         with self._lock:
             return [dict(r) for r in self.db.execute(f"SELECT * FROM {table} WHERE job_id=? ORDER BY id", (job_id,))]
 
-
     def prune_stream_rows(self, kind: str, before: float) -> tuple[dict[str, int], list[str]]:
         """Delete what the jobs of `kind` (live streams) wrote before the wall-clock time `before`: their rows
         and review cards, and the finished jobs last updated before it, whole. Returns the count deleted per
