@@ -225,10 +225,8 @@ def run(urls: list[str], options: AnalyzeOptions) -> tuple[list[dict], list[list
 
 def transcript_delays(feed: list) -> list[float]:
     """Seconds of stream time from each transcript line's end to the second that brought it to the sink (a live
-    source transcribes behind the seconds: `graph.node_config`). Lines the stream's final record brought (it has
-    no time: they were flushed at the end) are left out."""
-    return [round(float(item["time"]) - float(line["end"]), 2) for _, item in feed if item["time"] is not None
-            for line in item["transcript"]]
+    source transcribes behind the seconds: `graph.node_config`; the final record's lines count to the stream's end)."""
+    return [round(float(item["time"]) - float(line["end"]), 2) for _, item in feed for line in item["transcript"]]
 
 
 def slow_seconds(latencies: list[float], result: dict, over_s: float = 1.0) -> str:

@@ -181,3 +181,15 @@ def test_the_final_record_raises_cards_too():
     sink.write(record)
     (card,) = store.review_cards()
     assert card["kind"] == "event" and card["wall_time"] > 1_600_000_000  # the final record has no wall time
+
+
+def test_the_final_records_feed_item_comes_at_the_streams_end():
+    """The end-of-stream record has no second of its own; what it brings (the last transcript lines, events closed
+    at the end) reaches live subscribers at the stream's end, not at `time: null`."""
+    sink = Sink("cam", feed_size=8)
+    sink.write(second(0.0))
+    sink.write(second(1.0))
+    final = Second.closing()
+    final.transcript = [{"start": 1.2, "end": 1.9, "text": "goodbye"}]
+    sink.write(final)
+    assert [(item["time"], len(item["transcript"])) for _, item in sink.feed_since(0)] == [(1.0, 0), (2.0, 0), (2.0, 1)]

@@ -72,7 +72,9 @@ class Sink:
                                    record.alerts + tracking_rows(record), record.moments)
         self.seq += 1
         if self.feed is not None:
-            self.feed.append((self.seq, {"time": record.end, "events": record.events_closed,
+            # the final record has no second of its own: its items come at the stream's end
+            time_ = record.end if record.end is not None else self.builder.last_end
+            self.feed.append((self.seq, {"time": time_, "events": record.events_closed,
                                          "moments": record.moments, "transcript": record.transcript,
                                          "tags": record.tags, "alerts": record.alerts, "visual": record.visual,
                                          "tracks": record.tracked, "crossings": record.crossings,
