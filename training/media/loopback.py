@@ -52,6 +52,7 @@ class RtspServer:
         self.client_port = free_port()
         self.source_port = free_port()
         self.rtp_start_port = free_rtp_range()
+        self.served = False  # published once: a restart keeps the URL its clients have
         self.procs: list[subprocess.Popen] = []
         self.logs: list = []
 
@@ -69,9 +70,12 @@ class RtspServer:
         for _ in range(attempts):
             reason = self._start_once(publish_timeout_s)
             if not reason:
+                self.served = True
                 return
             self.kill()
             self.rtp_start_port = free_rtp_range()
+            if not self.served:  # a TCP port taken since it was picked (exit 98, a suite beside this one): new
+                self.client_port, self.source_port = free_port(), free_port()  # ones while no client has the URL
         raise RuntimeError(f"RTSP test server on port {self.client_port} did not publish {self.clip.name}: {reason}")
 
     def _start_once(self, publish_timeout_s: float) -> str:
