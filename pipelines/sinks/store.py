@@ -245,8 +245,9 @@ class Store(ReviewCards):
 
         def prune(db: sqlite3.Connection) -> tuple[dict[str, int], list[str]]:
             jobs = "SELECT id FROM jobs WHERE kind=?"
-            done = [r[0] for r in db.execute(f"{jobs} AND status IN ({','.join('?' * len(FINISHED))}) "
-                                             "AND updated_at<?", (kind, *FINISHED, before))]
+            finished = f"{jobs} AND status IN ({','.join('?' * len(FINISHED))}) AND updated_at<?"
+            finished_args = (kind, *FINISHED, before)
+            done = [r[0] for r in db.execute(finished, finished_args)]
             counts = {}
             for table in ROW_TABLES:
                 at = "time" if table == "alerts" else '"end"'
@@ -255,10 +256,10 @@ class Store(ReviewCards):
                     f"(SELECT created_at FROM jobs WHERE jobs.id={table}.job_id) + {at}) < ?", (kind, before)).rowcount
             counts["review"] = db.execute(f"DELETE FROM review WHERE job_id IN ({jobs}) AND last_wall<?",
                                           (kind, before)).rowcount
-            for job_id in done:  # anything of theirs written since (nothing, normally) goes with them
-                for table in (*ROW_TABLES, "review"):
-                    counts[table] += db.execute(f"DELETE FROM {table} WHERE job_id=?", (job_id,)).rowcount
-                db.execute("DELETE FROM jobs WHERE id=?", (job_id,))
+            for table in (*ROW_TABLES, "review"):  # the finished jobs' newer rows (none, normally) go with them
+                counts[table] += db.execute(f"DELETE FROM {table} WHERE job_id IN ({finished})",
+                                            finished_args).rowcount
+            db.execute(f"DELETE FROM jobs WHERE id IN ({finished})", finished_args)
             counts["jobs"] = len(done)
             return counts, done
 
