@@ -12,8 +12,10 @@ import math
 from pathlib import Path
 
 import av
+from PIL import Image
 
 from app.services.recordings import RecordedSpan
+from pipelines.media.decode import upright
 from pipelines.media.recorder import OFFSET_S, list_segments, segment_start
 from ui.data import fmt_time
 
@@ -113,7 +115,7 @@ def _frame_jpeg(path: str, version: int, t: float, width: int, offset: float) ->
                 shown = frame
             if shown is None:
                 return None
-            image = shown.to_image()
+            image = Image.fromarray(upright(shown.to_ndarray(format="rgb24"), shown.rotation))
     except (av.error.FFmpegError, OSError, ValueError):
         return None
     image.thumbnail((width, width * 4))

@@ -57,11 +57,19 @@ def scaled_size(width: int, height: int, max_side: int) -> tuple[int, int]:
     return max(2, int(round(width * scale / 2)) * 2), max(2, int(round(height * scale / 2)) * 2)
 
 
+def upright(rgb: np.ndarray, rotation: float) -> np.ndarray:
+    """The picture as players show it. A phone held upright records its picture sideways and says so in the
+    stream's display matrix; PyAV gives that as `frame.rotation`, degrees counterclockwise (FFmpeg's own
+    autorotation turns the picture the same way)."""
+    k = round(rotation / 90) % 4
+    return np.ascontiguousarray(np.rot90(rgb, k)) if k else rgb
+
+
 class MediaDecoder:
     """Iterates a PyAV container, yielding VideoSample and AudioChunk items in demux order.
 
     `sample_fps` frames per second are kept (the first frame at or after each sampling instant), scaled so the
-    longer side is at most `max_side`. Times are seconds from the container's start. With `decode_video`
+    longer side is at most `max_side` and turned upright (`upright`). Times are seconds from the container's start. With `decode_video`
     False the video is not decoded: each sampling instant yields a VideoSample without pixels, timed by the
     packet that reached it, and `frames_skipped` counts the video frames read but not decoded (also the
     non-reference frames left undecoded because the sampler could not take them; `skip_unsampled=False`
@@ -192,7 +200,7 @@ class MediaDecoder:
             return None
         w, h = scaled_size(frame.width, frame.height, self.max_side)
         rgb = frame.reformat(width=w, height=h, format="rgb24").to_ndarray()
-        return VideoSample(t, rgb)
+        return VideoSample(t, upright(rgb, frame.rotation))
 
     def _on_video_packet(self, packet) -> VideoSample | None:
         """A video packet not decoded: one frame read; a sample without pixels if it reaches a sampling instant."""
