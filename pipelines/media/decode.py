@@ -69,7 +69,8 @@ class MediaDecoder:
     """Iterates a PyAV container, yielding VideoSample and AudioChunk items in demux order.
 
     `sample_fps` frames per second are kept (the first frame at or after each sampling instant), scaled so the
-    longer side is at most `max_side` and turned upright (`upright`). Times are seconds from the container's start. With `decode_video`
+    longer side is at most `max_side`, in square pixels (the stream's sample aspect ratio applied, as players
+    do) and turned upright (`upright`). Times are seconds from the container's start. With `decode_video`
     False the video is not decoded: each sampling instant yields a VideoSample without pixels, timed by the
     packet that reached it, and `frames_skipped` counts the video frames read but not decoded (also the
     non-reference frames left undecoded because the sampler could not take them; `skip_unsampled=False`
@@ -85,6 +86,8 @@ class MediaDecoder:
         self.audio = container.streams.audio[0] if container.streams.audio else None
         if self.video is None and self.audio is None:
             raise BadInput("no video or audio stream in the source")
+        sar = self.video.sample_aspect_ratio if self.video is not None else None
+        self._sar = float(sar) if sar else 1.0  # a pixel's width over its height (anamorphic: a D1 camera's 12:11)
         if self.video is not None:
             self.video.thread_type = "AUTO"
             if decode_threads:
@@ -198,7 +201,7 @@ class MediaDecoder:
         t = self._sampled(frame.time)
         if t is None:
             return None
-        w, h = scaled_size(frame.width, frame.height, self.max_side)
+        w, h = scaled_size(round(frame.width * self._sar), frame.height, self.max_side)
         rgb = frame.reformat(width=w, height=h, format="rgb24").to_ndarray()
         return VideoSample(t, upright(rgb, frame.rotation))
 
