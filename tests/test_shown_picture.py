@@ -81,13 +81,15 @@ def test_a_phone_clip_is_analysed_as_a_player_shows_it(demo_clip, tmp_path):
     assert phone == upright, (phone, upright)
 
 
-def test_a_search_hits_thumbnail_of_a_phone_clip_is_upright(demo_clip, tmp_path):
+def test_a_search_hits_thumbnail_is_the_shown_picture(demo_clip, tmp_path):
     import io
 
     from PIL import Image
 
     from ui.hits import frame_jpeg
 
-    phone = _reencode(demo_clip[0], tmp_path / "phone.mp4", 1.0, 90)
-    thumb = Image.open(io.BytesIO(frame_jpeg(phone, 0.5)))
-    assert thumb.width > thumb.height  # stored 360 x 640, shown 640 x 360
+    phone = _reencode(demo_clip[0], tmp_path / "phone.mp4", 1.0, 90)  # stored 360 x 640
+    anamorphic = _reencode(demo_clip[0], tmp_path / "anamorphic.mp4", 1.0, squeeze=Fraction(4, 3))  # 480 x 360
+    for path in (phone, anamorphic):
+        thumb = Image.open(io.BytesIO(frame_jpeg(path, 0.5, width=320)))
+        assert thumb.size == (320, 180), (path.name, thumb.size)  # shown 640 x 360

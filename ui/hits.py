@@ -15,7 +15,7 @@ import av
 from PIL import Image
 
 from app.services.recordings import RecordedSpan
-from pipelines.media.decode import upright
+from pipelines.media.decode import pixel_aspect, shown_picture
 from pipelines.media.recorder import OFFSET_S, list_segments, segment_start
 from ui.data import fmt_time
 
@@ -115,7 +115,7 @@ def _frame_jpeg(path: str, version: int, t: float, width: int, offset: float) ->
                 shown = frame
             if shown is None:
                 return None
-            image = Image.fromarray(upright(shown.to_ndarray(format="rgb24"), shown.rotation))
+            image = Image.fromarray(shown_picture(shown, pixel_aspect(stream)))
     except (av.error.FFmpegError, OSError, ValueError):
         return None
     image.thumbnail((width, width * 4))

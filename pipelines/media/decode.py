@@ -65,12 +65,24 @@ def upright(rgb: np.ndarray, rotation: float) -> np.ndarray:
     return np.ascontiguousarray(np.rot90(rgb, k)) if k else rgb
 
 
+def pixel_aspect(stream) -> float:
+    """A video stream's pixel width over height (anamorphic: a D1 camera's 12:11); 1 when square or unknown."""
+    sar = stream.sample_aspect_ratio if stream is not None else None
+    return float(sar) if sar else 1.0
+
+
+def shown_picture(frame, aspect: float = 1.0, max_side: int = 0) -> np.ndarray:
+    """A decoded frame as RGB the way players show it: in square pixels (`aspect`: `pixel_aspect`), the longer
+    side at most `max_side` (0: as stored), turned upright."""
+    w, h = scaled_size(round(frame.width * aspect), frame.height, max_side)
+    return upright(frame.reformat(width=w, height=h, format="rgb24").to_ndarray(), frame.rotation)
+
+
 class MediaDecoder:
     """Iterates a PyAV container, yielding VideoSample and AudioChunk items in demux order.
 
     `sample_fps` frames per second are kept (the first frame at or after each sampling instant), scaled so the
-    longer side is at most `max_side`, in square pixels (the stream's sample aspect ratio applied, as players
-    do) and turned upright (`upright`). Times are seconds from the container's start. With `decode_video`
+    longer side is at most `max_side`, as players show them (`shown_picture`: square pixels, upright). Times are seconds from the container's start. With `decode_video`
     False the video is not decoded: each sampling instant yields a VideoSample without pixels, timed by the
     packet that reached it, and `frames_skipped` counts the video frames read but not decoded (also the
     non-reference frames left undecoded because the sampler could not take them; `skip_unsampled=False`
@@ -86,8 +98,7 @@ class MediaDecoder:
         self.audio = container.streams.audio[0] if container.streams.audio else None
         if self.video is None and self.audio is None:
             raise BadInput("no video or audio stream in the source")
-        sar = self.video.sample_aspect_ratio if self.video is not None else None
-        self._sar = float(sar) if sar else 1.0  # a pixel's width over its height (anamorphic: a D1 camera's 12:11)
+        self.pixel_aspect = pixel_aspect(self.video)
         if self.video is not None:
             self.video.thread_type = "AUTO"
             if decode_threads:
@@ -201,9 +212,7 @@ class MediaDecoder:
         t = self._sampled(frame.time)
         if t is None:
             return None
-        w, h = scaled_size(round(frame.width * self._sar), frame.height, self.max_side)
-        rgb = frame.reformat(width=w, height=h, format="rgb24").to_ndarray()
-        return VideoSample(t, upright(rgb, frame.rotation))
+        return VideoSample(t, shown_picture(frame, self.pixel_aspect, self.max_side))
 
     def _on_video_packet(self, packet) -> VideoSample | None:
         """A video packet not decoded: one frame read; a sample without pixels if it reaches a sampling instant."""
