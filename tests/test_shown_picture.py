@@ -1,7 +1,8 @@
 """The picture the models see is the one a player shows. A phone held upright records its picture sideways and
 sets the stream's display matrix so players turn it back; an anamorphic camera (a D1 stream's 704 x 576 at 12:11,
 a DV's 720 x 480) stores pixels that are not square. The decoder turns and stretches the same way, so the models
-see people upright and in proportion, and boxes land where a player shows them."""
+see people upright and in proportion, and boxes land where a player shows them. A song's cover art is no
+picture over time at all."""
 
 from __future__ import annotations
 
@@ -93,3 +94,28 @@ def test_a_search_hits_thumbnail_is_the_shown_picture(demo_clip, tmp_path):
     for path in (phone, anamorphic):
         thumb = Image.open(io.BytesIO(frame_jpeg(path, 0.5, width=320)))
         assert thumb.size == (320, 180), (path.name, thumb.size)  # shown 640 x 360
+
+
+def test_an_audio_files_cover_art_is_not_a_picture_over_time(demo_clip, tmp_path):
+    """A song or podcast with a cover: before, its one picture was analysed as second 0 of a video (a "person"
+    and a "mouse" on the demo clip's first frame) and the clip called "audio+video"."""
+    import shutil
+    import subprocess
+
+    from app.services.uploads import media_info
+    from pipelines.media.decode import AudioChunk, MediaDecoder
+
+    if shutil.which("ffmpeg") is None:
+        pytest.fail("ffmpeg is required (scripts/bootstrap.sh installs it)")
+    cover, song = tmp_path / "cover.jpg", tmp_path / "song.mp3"
+    run = {"check": True, "capture_output": True}
+    subprocess.run(["ffmpeg", "-y", "-i", str(demo_clip[0]), "-frames:v", "1", str(cover)], **run)
+    subprocess.run(["ffmpeg", "-y", "-i", str(demo_clip[0]), "-i", str(cover), "-map", "0:a", "-map", "1:v",
+                    "-c:a", "libmp3lame", "-c:v", "mjpeg", "-disposition:v", "attached_pic", "-t", "3", str(song)], **run)
+    with av.open(str(song)) as container:
+        assert container.streams.video  # the cover is there, as a video stream of one frame
+        decoder = MediaDecoder(container)
+        info, items = decoder.info(), list(decoder)
+    assert not info.has_video and info.has_audio
+    assert items and all(isinstance(item, AudioChunk) for item in items)
+    assert not media_info(song).has_video

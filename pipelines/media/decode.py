@@ -65,6 +65,13 @@ def upright(rgb: np.ndarray, rotation: float) -> np.ndarray:
     return np.ascontiguousarray(np.rot90(rgb, k)) if k else rgb
 
 
+def picture_stream(container):
+    """The container's first video stream that is a picture over time, or None: an audio file's cover art (an
+    attached picture, one frame) is not one, so a song or podcast with a cover is analysed as audio."""
+    attached = av.stream.Disposition.attached_pic
+    return next((s for s in container.streams.video if not s.disposition & attached), None)
+
+
 def pixel_aspect(stream) -> float:
     """A video stream's pixel width over height (anamorphic: a D1 camera's 12:11); 1 when square or unknown."""
     sar = stream.sample_aspect_ratio if stream is not None else None
@@ -94,7 +101,7 @@ class MediaDecoder:
         self.container = container
         self.sample_fps = sample_fps
         self.max_side = max_side
-        self.video = container.streams.video[0] if container.streams.video else None
+        self.video = picture_stream(container)
         self.audio = container.streams.audio[0] if container.streams.audio else None
         if self.video is None and self.audio is None:
             raise BadInput("no video or audio stream in the source")
