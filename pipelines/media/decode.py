@@ -85,6 +85,42 @@ def shown_picture(frame, aspect: float = 1.0, max_side: int = 0) -> np.ndarray:
     return upright(frame.reformat(width=w, height=h, format="rgb24").to_ndarray(), frame.rotation)
 
 
+class ContinuousClock:
+    """Keeps each stream's timestamps from jumping back in the formats whose clock may start again mid-stream
+    (FFmpeg's AVFMT_TS_DISCONT: MPEG-TS and HLS): concatenated TS recordings, HLS discontinuities, an encoder
+    restarted behind a live TS or HLS feed. Players carry on (FFmpeg shifts such timestamps too), while a
+    sampler on the raw times would skip every frame until the old time came round again, so the second part
+    was lost. A packet whose stream's decode time falls more than `JUMP_BACK_S` below that stream's latest is
+    shifted, with every later packet of the stream, to continue one packet after it; forward gaps are left
+    alone (on a live source they are time that passed). Other formats (MP4, RTSP, ...) pass as they are."""
+
+    JUMP_BACK_S = 0.5  # more than B-frame reordering or audio/video interleave ever moves a stream's DTS back
+    TS_DISCONT = 0x0200  # AVFMT_TS_DISCONT in `container.format.flags`
+
+    def __init__(self, container):
+        self.enabled = bool(container.format.flags & self.TS_DISCONT)
+        self.jumps = 0
+        self._shift: dict[int, int] = {}  # stream index -> ticks added to its timestamps
+        self._last: dict[int, tuple[int, int]] = {}  # stream index -> (latest shifted decode time, packet duration)
+
+    def mend(self, packet) -> None:
+        """Shift `packet`'s pts and dts in place when its stream's clock went back."""
+        ts = packet.dts if packet.dts is not None else packet.pts
+        if not self.enabled or ts is None or packet.size == 0 or packet.time_base is None:
+            return
+        index, shift = packet.stream.index, self._shift.get(packet.stream.index, 0)
+        latest = self._last.get(index)
+        if latest is not None and float((ts + shift - latest[0]) * packet.time_base) < -self.JUMP_BACK_S:
+            shift = latest[0] + max(latest[1], 1) - ts
+            self._shift[index] = shift
+            self.jumps += 1
+        if shift:
+            packet.dts = packet.dts + shift if packet.dts is not None else None
+            packet.pts = packet.pts + shift if packet.pts is not None else None
+        if latest is None or ts + shift > latest[0]:
+            self._last[index] = (ts + shift, packet.duration or 0)
+
+
 class MediaDecoder:
     """Iterates a PyAV container, yielding VideoSample and AudioChunk items in demux order.
 
@@ -129,6 +165,7 @@ class MediaDecoder:
         self._audio_anchor: float | None = None
         self._audio_emitted = 0
         self.on_packet = None  # called with each packet once decoded (the recorder remuxes it)
+        self.clock = ContinuousClock(container)  # `clock.jumps`: how often the source's clock went back and was continued
 
     def info(self) -> StreamInfo:
         duration = None
@@ -153,6 +190,7 @@ class MediaDecoder:
     def __iter__(self) -> Iterator[VideoSample | AudioChunk]:
         streams = [s for s in (self.video, self.audio) if s is not None]
         for packet in self.container.demux(streams):
+            self.clock.mend(packet)
             if packet.stream is self.video and not self.decode_video:
                 items = [self._on_video_packet(packet)]
             else:

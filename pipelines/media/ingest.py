@@ -64,6 +64,7 @@ class IngestStats:
     reconnects: int = 0
     lost_intervals: list[tuple[float, float]] = field(default_factory=list)
     decode_errors: int = 0
+    clock_jumps: int = 0  # times a stream's clock went back (a new clock: concatenated TS, HLS discontinuity), continued
     analysed_until: float = 0.0  # end of the last second emitted (less than the duration if decoding stopped early)
     last_error: str | None = None
     outage_since: float | None = None  # during an outage: the wall-clock time (epoch s) its last data arrived
@@ -88,6 +89,7 @@ class IngestStats:
             "outage_since": None if self.outage_since is None else round(self.outage_since, 3),
             "warnings": [redact(w) for w in self.warnings],
             **({"frames_skipped": self.frames_skipped} if self.frames_skipped else {}),
+            **({"clock_jumps": self.clock_jumps} if self.clock_jumps else {}),
             **({"recording": dict(self.recording)} if self.recording is not None else {}),
             **({"degradation": dict(self.degradation)} if self.degradation is not None else {}),
         }
@@ -287,7 +289,7 @@ class SegmentReader:
             raise BadInput(f"{self.spec.name}: no decodable audio or video")
 
     def _pump(self, decoder: MediaDecoder, seg: Segmenter) -> None:
-        base, skipped = self.stats.frames_decoded, self.stats.frames_skipped
+        base, skipped, jumps = self.stats.frames_decoded, self.stats.frames_skipped, self.stats.clock_jumps
         items = iter(decoder)
         while True:
             t0 = time.perf_counter()
@@ -296,6 +298,7 @@ class SegmentReader:
             self.timings["decode_s"] += t1 - t0  # demux, decode, sampled RGB, audio resampling (and network waits)
             self.stats.frames_decoded = base + decoder.frames_decoded  # live count for progress and health (also
             self.stats.frames_skipped = skipped + decoder.frames_skipped  # the frames after the last sampled one)
+            self.stats.clock_jumps = jumps + decoder.clock.jumps
             if item is _END:
                 return
             self._delivered = True

@@ -1,0 +1,65 @@
+"""A source whose clock starts again mid-stream: two MPEG-TS recordings joined end to end (as a DVR's files, an
+HLS stream across a discontinuity, or an encoder restarted behind a TS feed). Players carry on past the join;
+so does the decoder (`ContinuousClock`). Before, the second part's frames came back with times already passed,
+the sampler skipped every one of them and the second part was lost (8 of the 16 seconds analysed)."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import subprocess
+from pathlib import Path
+
+import av
+import pytest
+
+
+@pytest.fixture(scope="module")
+def joined_ts(demo_clip, tmp_path_factory) -> Path:
+    """The demo clip's 0-8 s and 10-18 s as two TS files, each with its clock from 0, joined byte for byte."""
+    if shutil.which("ffmpeg") is None:
+        pytest.fail("ffmpeg is required (scripts/bootstrap.sh installs it)")
+    folder = tmp_path_factory.mktemp("joined")
+    parts = []
+    for name, start in (("a.ts", 0), ("b.ts", 10)):
+        parts.append(folder / name)
+        subprocess.run(["ffmpeg", "-y", "-ss", str(start), "-i", str(demo_clip[0]), "-t", "8", "-c:v", "libx264",
+                        "-c:a", "aac", str(parts[-1])], check=True, capture_output=True)
+    joined = folder / "joined.ts"
+    joined.write_bytes(b"".join(p.read_bytes() for p in parts))
+    return joined
+
+
+def test_the_decoder_continues_a_clock_that_starts_again(joined_ts):
+    from pipelines.media.decode import AudioChunk, MediaDecoder, VideoSample
+
+    with av.open(str(joined_ts)) as container:
+        decoder = MediaDecoder(container)
+        items = list(decoder)
+    video = [i.time for i in items if isinstance(i, VideoSample)]
+    audio = [i.time for i in items if isinstance(i, AudioChunk)]
+    assert decoder.clock.jumps == 2  # the video's clock and the audio's
+    assert video == sorted(video) and video[-1] > 15.5 and len(video) >= 31  # 2 a second over both parts
+    assert audio == sorted(audio) and audio[-1] > 15.5
+    assert all(b - a < 0.6 for a, b in itertools.pairwise(video))  # no gap at the join
+
+
+def test_a_joined_recording_is_analysed_whole(joined_ts, demo_clip):
+    from pipelines import AnalyzeOptions, StageConfig, analyze_inline
+
+    truth = demo_clip[1]
+    result = analyze_inline(str(joined_ts), AnalyzeOptions(stages=StageConfig(asr=False, safety=False)))
+    assert len(result["seconds"]) >= 16 and result["ingest"]["clock_jumps"] == 2
+    ring = truth.phone[0] - 10 + 8  # the phone rings in the second part, which follows the first's 8 s
+    assert any(e["label"] == "Telephone_bell_ringing" and abs(e["start"] - ring) < 1.5 for e in result["events"]), \
+        result["events"]
+
+
+def test_a_file_whose_clock_never_jumps_is_untouched(demo_clip):
+    from pipelines.media.decode import MediaDecoder
+
+    with av.open(str(demo_clip[0])) as container:
+        decoder = MediaDecoder(container)
+        assert not decoder.clock.enabled  # MP4: a clock that cannot start again, passed as it is
+        list(decoder)
+    assert decoder.clock.jumps == 0
