@@ -79,6 +79,10 @@ def cmd_analyze(args) -> int:
     from app.summary import render_summary
 
     options = analysis_options(args)
+    if spec.kind is SourceKind.FILE and not spec.live:  # and no further than that cap, whatever the header says
+        from app.services.uploads import capped
+
+        options = capped(options, args.max_duration)
     runner = choose_runner(args.runner)
     options.reconnect.retry_before_data = args.retry
     options.detect_source = detect.uri if detect is not None else None

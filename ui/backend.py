@@ -188,7 +188,7 @@ def analyze_file(store: Store, path: Path, options: AnalyzeOptions | None = None
     uploads.check_media(path, max_duration_s)
     job_id = store.create_job("dashboard", path.name)
     try:
-        result = run_job(store, job_id, str(path), options, on_progress=progress)
+        result = run_job(store, job_id, str(path), uploads.capped(options, max_duration_s), on_progress=progress)
     except Exception as exc:
         store.update_job(job_id, status="failed", error=str(exc))
         raise

@@ -23,7 +23,7 @@ from app.services.jobs import JobManager, NoSpace
 from app.services.search import SearchService, TextMatcher
 from app.services.settings import Settings
 from app.services.streams import StreamManager
-from app.services.uploads import private_dir
+from app.services.uploads import capped, private_dir
 from pipelines.sinks.store import Store
 
 
@@ -35,7 +35,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         store = Store(settings.db_path)
         private_dir(settings.upload_dir)
-        job_manager = JobManager(store, settings.db_path, settings.options, settings.max_queue, settings.parallel,
+        job_manager = JobManager(store, settings.db_path, capped(settings.options, settings.max_duration_s),
+                                 settings.max_queue, settings.parallel,
                                  settings.keep_uploads, settings.grounder_checkpoint, settings.upload_dir)
         stream_manager = StreamManager(store, str(settings.db_path), settings.stream_options or settings.options,
                                        settings.max_streams, policy=settings.source_policy,

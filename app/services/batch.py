@@ -43,11 +43,11 @@ def _indexing(options: AnalyzeOptions, db: Path, name: str) -> AnalyzeOptions:
 def _task(path: str, options: AnalyzeOptions, max_duration_s: float) -> tuple[dict | None, str | None]:
     """Ray task body: a bad file, or one declaring more than `max_duration_s`, is a reported failure, not a crash
     of the batch."""
-    from app.services.uploads import media_within
+    from app.services.uploads import capped, media_within
 
     def analyse() -> dict:
         media_within(Path(path), max_duration_s, "--max-duration")
-        return analyze_inline(path, options)
+        return analyze_inline(path, capped(options, max_duration_s))
 
     return outcome(analyse)
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from models.errors import BadInput
 from pipelines.media.decode import MediaDecoder, StreamInfo
 from pipelines.media.preflight import probe
 from pipelines.media.segmenter import iter_segments
 from pipelines.media.sources import open_container, parse_source
+
+if TYPE_CHECKING:
+    from pipelines.spine.options import AnalyzeOptions
 
 
 class UploadRejected(Exception):
@@ -93,6 +97,17 @@ def media_within(path: Path, max_duration_s: float, flag: str = "") -> StreamInf
         raise BadInput(f"{path.name}: the clip declares {info.duration_s:.0f} s; the limit is "
                        f"{flag + ' ' if flag else ''}{max_duration_s:g} s")
     return info
+
+
+def capped(options: AnalyzeOptions | None, max_duration_s: float) -> AnalyzeOptions:
+    """`options` that stop a file's analysis after `max_duration_s` seconds of media. `media_within` checks what
+    the header declares, and a header may declare less than the file holds (TS files joined end to end) or
+    nothing at all (a browser's WebM recording); the ingest stops there and says so in `ingest.warnings`."""
+    from pipelines.spine.options import AnalyzeOptions
+
+    options = options or AnalyzeOptions()
+    limit = max_duration_s if options.duration_s is None else min(options.duration_s, max_duration_s)
+    return replace(options, duration_s=limit)
 
 
 def check_media(path: Path, max_duration_s: float) -> StreamInfo:

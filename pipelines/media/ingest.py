@@ -310,6 +310,9 @@ class SegmentReader:
             for s in done:
                 self._emit(s)
             if self.duration_s is not None and seg.last_time >= self.duration_s:
+                if not self.spec.live and next(items, _END) is not _END:
+                    self.stats.warnings.append(f"analysed the first {self.duration_s:g} s only: the file goes on "
+                                               "past the duration limit (its header declared less, or nothing)")
                 return
 
     def _run_live(self) -> None:
