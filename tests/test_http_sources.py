@@ -52,3 +52,26 @@ def test_http_404_is_bad_input(http_root):
 
     with pytest.raises(BadInput, match="cannot open|not found|invalid"):
         probe(parse_source(f"{http_root}/missing.mp4"))
+
+
+def test_hls_goes_on_across_a_discontinuity(tmp_path, demo_clip):
+    """Two 8-s segments, each from an encoder whose clock starts at 0, with `#EXT-X-DISCONTINUITY` between them
+    (an encoder restarted behind the feed, or an inserted clip): all 16 seconds arrive, where the second
+    segment's 8 used to be skipped as already passed (`decode.ContinuousClock`)."""
+    for i, start in enumerate((0, 10)):
+        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-ss", str(start), "-i", str(demo_clip[0]), "-t", "8",
+                        "-c:v", "libx264", "-c:a", "aac", str(tmp_path / f"part{i}.ts")], check=True)
+    (tmp_path / "index.m3u8").write_text(
+        "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:8\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+        "#EXTINF:8.0,\npart0.ts\n#EXT-X-DISCONTINUITY\n#EXTINF:8.0,\npart1.ts\n#EXT-X-ENDLIST\n")
+    server = serve_files(tmp_path)
+    try:
+        spec = parse_source(f"http://127.0.0.1:{server.server_address[1]}/index.m3u8", live=False)
+        reader = SegmentReader(spec, "t").start()
+        segs = []
+        while (seg := reader.get(timeout=60)) is not None:
+            segs.append(seg)
+    finally:
+        server.shutdown()
+    assert len(segs) >= 16 and all(len(s.frames) == 2 for s in segs[:16])
+    assert reader.stats.clock_jumps == 2
