@@ -111,7 +111,8 @@ def test_an_audio_files_cover_art_is_not_a_picture_over_time(demo_clip, tmp_path
     run = {"check": True, "capture_output": True}
     subprocess.run(["ffmpeg", "-y", "-i", str(demo_clip[0]), "-frames:v", "1", str(cover)], **run)
     subprocess.run(["ffmpeg", "-y", "-i", str(demo_clip[0]), "-i", str(cover), "-map", "0:a", "-map", "1:v",
-                    "-c:a", "libmp3lame", "-c:v", "mjpeg", "-disposition:v", "attached_pic", "-t", "3", str(song)], **run)
+                    "-c:a", "libmp3lame", "-c:v", "mjpeg", "-disposition:v", "attached_pic", "-t", "3", str(song)],
+                   **run)
     with av.open(str(song)) as container:
         assert container.streams.video  # the cover is there, as a video stream of one frame
         decoder = MediaDecoder(container)

@@ -125,7 +125,8 @@ class MediaDecoder:
     """Iterates a PyAV container, yielding VideoSample and AudioChunk items in demux order.
 
     `sample_fps` frames per second are kept (the first frame at or after each sampling instant), scaled so the
-    longer side is at most `max_side`, as players show them (`shown_picture`: square pixels, upright). Times are seconds from the container's start. With `decode_video`
+    longer side is at most `max_side`, as players show them (`shown_picture`: square pixels, upright). Times
+    are seconds from the container's start (`clock` continues a clock that starts again). With `decode_video`
     False the video is not decoded: each sampling instant yields a VideoSample without pixels, timed by the
     packet that reached it, and `frames_skipped` counts the video frames read but not decoded (also the
     non-reference frames left undecoded because the sampler could not take them; `skip_unsampled=False`
@@ -165,7 +166,7 @@ class MediaDecoder:
         self._audio_anchor: float | None = None
         self._audio_emitted = 0
         self.on_packet = None  # called with each packet once decoded (the recorder remuxes it)
-        self.clock = ContinuousClock(container)  # `clock.jumps`: how often the source's clock went back and was continued
+        self.clock = ContinuousClock(container)  # `clock.jumps`: how often a stream's clock went back
 
     def info(self) -> StreamInfo:
         duration = None

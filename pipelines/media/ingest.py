@@ -64,7 +64,7 @@ class IngestStats:
     reconnects: int = 0
     lost_intervals: list[tuple[float, float]] = field(default_factory=list)
     decode_errors: int = 0
-    clock_jumps: int = 0  # times a stream's clock went back (a new clock: concatenated TS, HLS discontinuity), continued
+    clock_jumps: int = 0  # times a stream's clock went back (joined TS, an HLS discontinuity) and was continued
     analysed_until: float = 0.0  # end of the last second emitted (less than the duration if decoding stopped early)
     last_error: str | None = None
     outage_since: float | None = None  # during an outage: the wall-clock time (epoch s) its last data arrived
