@@ -69,12 +69,13 @@ class Chromium:
             shown = "(page not readable)"
         raise TimeoutError(f"timed out waiting for {what or expression}; the page showed:\n{shown}")
 
-    def set_file(self, selector: str, path: Path) -> None:
+    def set_file(self, selector: str, path: Path | None) -> None:
+        """Give the file input `path` (None: empty it)."""
         root = self.call("DOM.getDocument", depth=-1, pierce=True)["root"]["nodeId"]
         node = self.call("DOM.querySelector", nodeId=root, selector=selector)["nodeId"]
         if not node:
             raise RuntimeError(f"no element matches {selector}")
-        self.call("DOM.setFileInputFiles", files=[str(path)], nodeId=node)
+        self.call("DOM.setFileInputFiles", files=[str(path)] if path is not None else [], nodeId=node)
 
     def type_into(self, selector: str, text: str) -> None:
         """Focus the element, type `text` over what it holds and press Enter (how Streamlit text inputs commit)."""

@@ -103,11 +103,17 @@ def click_until(b, label: str, done: str, what: str, tries: int = 3, wait_s: flo
 def set_file_until(b, path: Path, done: str, what: str, tries: int = 3, wait_s: float = 20) -> None:
     """Give the page's file input `path` until the JS condition `done` holds. Streamlit ignores a file given while
     the input is disabled (its connection to the server is being re-made, on a loaded machine) and can lose one
-    given while a rerun replaces the input, so each try waits for an enabled input first."""
+    given while a rerun replaces the input, so each try waits for an enabled input first, and empties an input
+    that still holds the file of a try Streamlit lost (the same file given again changes nothing, so the page
+    is not told; a loaded run failed so after three tries, the input holding the file)."""
+    enabled = "input[type=file]:not([disabled])"
+
     def give() -> None:
         b.wait_for("[...document.querySelectorAll('input[type=file]')].some(i => !i.disabled)", 60,
                    "an enabled file input")
-        b.set_file("input[type=file]:not([disabled])", path)
+        if b.js(f"document.querySelector({enabled!r})?.files.length > 0"):
+            b.set_file(enabled, None)
+        b.set_file(enabled, path)
 
     retry_until(give, b, done, what, tries, wait_s,
                 state="[...document.querySelectorAll('input[type=file]')].map(i => ({disabled: i.disabled, "
