@@ -57,3 +57,23 @@ def test_old_jobs_table_learns_the_stopped_status(tmp_path):
         assert "jobs_key" in names and "jobs_before_stopped" not in names
         with pytest.raises(sqlite3.IntegrityError):
             db.execute("UPDATE jobs SET status='paused'")
+
+
+OLD_ALERTS = """CREATE TABLE alerts (
+    id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, time REAL NOT NULL,
+    severity TEXT NOT NULL, rule TEXT NOT NULL, reason TEXT NOT NULL, lead_time_s REAL,
+    evidence_json TEXT NOT NULL)"""
+
+
+@pytest.mark.parametrize("table", ["events", "transcript", "moments", "alerts"])
+def test_a_jobs_rows_are_read_through_an_index(tmp_path, table):
+    """Every row table is read by job (a job's page, the stream's end, pruning), so each has an index on job_id:
+    without one, a camera's months of alerts were scanned whole for each job (moments and alerts had none).
+    An older database gains it."""
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.execute(OLD_ALERTS)
+    store = Store(path)
+    plan = " ".join(str(r[-1]) for r in store.db.execute(f"EXPLAIN QUERY PLAN SELECT * FROM {table} WHERE job_id=?",
+                                                          ("j",)))
+    assert f"USING INDEX {table}_job" in plan, plan

@@ -40,12 +40,10 @@ CREATE TABLE IF NOT EXISTS events (
     modality TEXT NOT NULL, start REAL NOT NULL, "end" REAL NOT NULL, confidence REAL NOT NULL,
     model TEXT, taxonomy TEXT, wall REAL
 );
-CREATE INDEX IF NOT EXISTS events_job ON events(job_id);
 CREATE TABLE IF NOT EXISTS transcript (
     id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, start REAL NOT NULL,
     "end" REAL NOT NULL, text TEXT NOT NULL, wall REAL
 );
-CREATE INDEX IF NOT EXISTS transcript_job ON transcript(job_id);
 CREATE TABLE IF NOT EXISTS moments (
     id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, source TEXT NOT NULL, query TEXT NOT NULL,
     start REAL NOT NULL, "end" REAL NOT NULL, score REAL NOT NULL, weights_json TEXT NOT NULL, wall REAL
@@ -73,7 +71,8 @@ CREATE TABLE IF NOT EXISTS stream_restarts (
 );
 """.replace("{jobs}", JOBS_TABLE)
 GROUNDING_TABLES = ("grounding_clips", "grounding_seconds", "grounding_windows")
-ROW_TABLES = ("events", "transcript", "moments", "alerts")  # a job's rows
+ROW_TABLES = ("events", "transcript", "moments", "alerts")  # a job's rows, each table indexed by job
+SCHEMA += "".join(f"CREATE INDEX IF NOT EXISTS {t}_job ON {t}(job_id);\n" for t in ROW_TABLES)
 FINISHED = ("done", "stopped", "failed")
 
 
