@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import subprocess
+import time
 
+import av
 import pytest
 
 from pipelines.media.ingest import SegmentReader
@@ -54,10 +56,10 @@ def test_http_404_is_bad_input(http_root):
         probe(parse_source(f"{http_root}/missing.mp4"))
 
 
-def test_hls_goes_on_across_a_discontinuity(tmp_path, demo_clip):
+@pytest.fixture
+def discontinuous_hls(tmp_path, demo_clip):
     """Two 8-s segments, each from an encoder whose clock starts at 0, with `#EXT-X-DISCONTINUITY` between them
-    (an encoder restarted behind the feed, or an inserted clip): all 16 seconds arrive, where the second
-    segment's 8 used to be skipped as already passed (`decode.ContinuousClock`)."""
+    (an encoder restarted behind the feed, or an inserted clip), served on loopback: its URL."""
     for i, start in enumerate((0, 10)):
         subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-ss", str(start), "-i", str(demo_clip[0]), "-t", "8",
                         "-c:v", "libx264", "-c:a", "aac", str(tmp_path / f"part{i}.ts")], check=True)
@@ -65,13 +67,38 @@ def test_hls_goes_on_across_a_discontinuity(tmp_path, demo_clip):
         "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:8\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:VOD\n"
         "#EXTINF:8.0,\npart0.ts\n#EXT-X-DISCONTINUITY\n#EXTINF:8.0,\npart1.ts\n#EXT-X-ENDLIST\n")
     server = serve_files(tmp_path)
-    try:
-        spec = parse_source(f"http://127.0.0.1:{server.server_address[1]}/index.m3u8", live=False)
-        reader = SegmentReader(spec, "t").start()
-        segs = []
-        while (seg := reader.get(timeout=60)) is not None:
-            segs.append(seg)
-    finally:
-        server.shutdown()
+    yield f"http://127.0.0.1:{server.server_address[1]}/index.m3u8"
+    server.shutdown()
+
+
+def test_hls_goes_on_across_a_discontinuity(discontinuous_hls):
+    """All 16 seconds arrive, where the second segment's 8 used to be skipped as already passed
+    (`decode.ContinuousClock`)."""
+    spec = parse_source(discontinuous_hls, live=False)
+    reader = SegmentReader(spec, "t").start()
+    segs = []
+    while (seg := reader.get(timeout=60)) is not None:
+        segs.append(seg)
     assert len(segs) >= 16 and all(len(s.frames) == 2 for s in segs[:16])
     assert reader.stats.clock_jumps == 2
+
+
+def test_a_detect_sources_main_recording_goes_on_across_a_discontinuity(discontinuous_hls, tmp_path):
+    """The main stream of `--detect-source` is remuxed, not decoded: its recording continues the clock too, so
+    the second part is recorded after the first instead of over it (before: written into the first part's
+    times, the recording spanned 8 s with its times going back)."""
+    from pipelines.media.detect_source import MainRecording
+    from pipelines.media.recorder import RecordConfig, list_segments
+
+    recording = MainRecording(parse_source(discontinuous_hls), RecordConfig(str(tmp_path / "rec"))).start()
+    deadline = time.time() + 60
+    while recording.last_error != "source ended" and time.time() < deadline:
+        time.sleep(0.2)
+    recording.stop()
+    assert recording.stats()["errors"] == 0, recording.stats()
+    times = []  # every recorded video packet's decode time, segment after segment
+    for path in list_segments(tmp_path / "rec"):
+        with av.open(str(path)) as container:
+            times += [float(p.dts * p.time_base) for p in container.demux(container.streams.video[0])
+                      if p.dts is not None]
+    assert times == sorted(times) and times[-1] - times[0] > 15.5, (times[0], times[-1])

@@ -22,6 +22,7 @@ import time
 import av
 
 from models.errors import BadInput
+from pipelines.media.decode import ContinuousClock
 from pipelines.media.ingest import ReconnectPolicy, SegmentReader
 from pipelines.media.policy import SourcePolicy
 from pipelines.media.recorder import RecordConfig, Recorder
@@ -129,6 +130,7 @@ class MainRecording:
             return t - zero[0] + zero[1]
 
         self.recorder.connect(streams, clock)
+        continuous = ContinuousClock(container)  # a TS or HLS main stream whose clock starts again
         got = False
         try:
             for packet in container.demux(streams):
@@ -136,6 +138,7 @@ class MainRecording:
                     break
                 if packet.pts is None or packet.size == 0:
                     continue
+                continuous.mend(packet)
                 if not got:
                     got, self.health = True, "live"
                     self.reconnects += self._anchor is not None
