@@ -41,7 +41,14 @@ def _count(store: Store, job: str) -> dict[str, int]:
     return out
 
 
-def test_old_stream_rows_cards_and_finished_jobs_go_new_and_other_ones_stay(tmp_path):
+@pytest.mark.parametrize("chunk", [20_000, 1])
+def test_old_stream_rows_cards_and_finished_jobs_go_new_and_other_ones_stay(tmp_path, monkeypatch, chunk):
+    """Also a row to a transaction (`row_pruning.CHUNK`, so a sink beside a big first prune waits for a chunk):
+    the same rows go."""
+    from pipelines.sinks import row_pruning
+
+    monkeypatch.setattr(row_pruning, "CHUNK", chunk)
+    monkeypatch.setattr(row_pruning, "PAUSE_S", 0.0)
     store = Store(tmp_path / "f.db")
     recordings = tmp_path / "recordings"
     running = store.create_job("stream", "rtsp://cam")  # running 40 days: its first day's rows go, today's stay
@@ -114,3 +121,32 @@ def test_an_older_database_gains_the_wall_column(tmp_path):
     db.close()
     store = Store(path)
     assert "wall" in {row[1] for row in store.db.execute("PRAGMA table_info(events)")}
+
+
+def test_a_writer_gets_in_between_the_chunks_of_a_big_prune(tmp_path, monkeypatch):
+    """A sink writes on its own connection (another process, on Ray) while the first prune of a big store runs:
+    it gets in between two chunks, while old rows are still left, where one transaction made it wait for the
+    whole prune (the old code: no old row left when the write came)."""
+    import threading
+
+    from pipelines.sinks import row_pruning
+
+    monkeypatch.setattr(row_pruning, "CHUNK", 100)
+    store = Store(tmp_path / "f.db")
+    job = store.create_job("stream", "rtsp://cam")
+    store.db.execute("BEGIN")
+    store.db.executemany('INSERT INTO events (job_id, source, label, modality, start, "end", confidence, wall) '
+                         "VALUES (?, 'cam', 'Dog', 'audio', ?, ?, 0.9, ?)",
+                         ((job, i, i + 1, time.time() - 40 * DAY_S) for i in range(3000)))
+    store.db.execute("COMMIT")
+    pruning = threading.Thread(target=store.prune_stream_rows, args=("stream", time.time() - 30 * DAY_S))
+    pruning.start()
+    writer = Store(tmp_path / "f.db")  # the sink's own connection
+    old = "SELECT COUNT(*) FROM events WHERE start < 3000"
+    while writer.db.execute(old).fetchone()[0] == 3000 and pruning.is_alive():  # the prune has begun
+        time.sleep(0.001)
+    _rows(writer, job, at=5000.0)
+    left = writer.db.execute(old).fetchone()[0]
+    pruning.join()
+    assert left > 0  # the write came between two chunks, with old rows still to go
+    assert [r["start"] for r in store.rows("events", job)] == [5000.0]  # it is kept; every old row went

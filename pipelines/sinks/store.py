@@ -1,7 +1,7 @@
 """SQLite storage (WAL mode) for sources, jobs, events, transcripts, moments and alerts, and the grounding
 index's per-second features and coarse windows (`pipelines.sinks.grounding_index`). All of Foresight's SQL is
-here, behind methods, but for the review feed's cards (`pipelines.sinks.review_store`, a mixin on the same
-connection).
+here, behind methods, but for the review feed's cards (`pipelines.sinks.review_store`) and the pruning of old
+stream rows (`pipelines.sinks.row_pruning`), mixins on the same connection.
 
 A job's rows are replaced in one transaction when its result is saved, so a process killed at any point
 leaves either the previous state or the new one, never half a result: that is what makes batch resumable. A
@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pipelines.sinks.review_store import REVIEW_SCHEMA, ReviewCards
+from pipelines.sinks.row_pruning import ROW_TABLES, StreamRowPruning
 
 # "stopped": a live stream its user stopped (its result is saved as for "done")
 JOB_STATUSES = ("queued", "running", "done", "stopped", "failed")
@@ -71,12 +72,10 @@ CREATE TABLE IF NOT EXISTS stream_restarts (
 );
 """.replace("{jobs}", JOBS_TABLE)
 GROUNDING_TABLES = ("grounding_clips", "grounding_seconds", "grounding_windows")
-ROW_TABLES = ("events", "transcript", "moments", "alerts")  # a job's rows, each table indexed by job
 SCHEMA += "".join(f"CREATE INDEX IF NOT EXISTS {t}_job ON {t}(job_id);\n" for t in ROW_TABLES)
-FINISHED = ("done", "stopped", "failed")
 
 
-class Store(ReviewCards):
+class Store(ReviewCards, StreamRowPruning):
     """A thread-safe handle on one SQLite database file."""
 
     def __init__(self, path: str | Path):
@@ -235,34 +234,6 @@ class Store(ReviewCards):
             raise ValueError(f"unknown table {table}")
         with self._lock:
             return [dict(r) for r in self.db.execute(f"SELECT * FROM {table} WHERE job_id=? ORDER BY id", (job_id,))]
-
-    def prune_stream_rows(self, kind: str, before: float) -> tuple[dict[str, int], list[str]]:
-        """Delete what the jobs of `kind` (live streams) wrote before the wall-clock time `before`: their rows
-        and review cards, and the finished jobs last updated before it, whole. Returns the count deleted per
-        table and the deleted jobs' ids. A row from before the `wall` column is dated by its job's start plus
-        its stream time (never later than it was written)."""
-
-        def prune(db: sqlite3.Connection) -> tuple[dict[str, int], list[str]]:
-            jobs = "SELECT id FROM jobs WHERE kind=?"
-            finished = f"{jobs} AND status IN ({','.join('?' * len(FINISHED))}) AND updated_at<?"
-            finished_args = (kind, *FINISHED, before)
-            done = [r[0] for r in db.execute(finished, finished_args)]
-            counts = {}
-            for table in ROW_TABLES:
-                at = "time" if table == "alerts" else '"end"'
-                counts[table] = db.execute(
-                    f"DELETE FROM {table} WHERE job_id IN ({jobs}) AND COALESCE(wall, "
-                    f"(SELECT created_at FROM jobs WHERE jobs.id={table}.job_id) + {at}) < ?", (kind, before)).rowcount
-            counts["review"] = db.execute(f"DELETE FROM review WHERE job_id IN ({jobs}) AND last_wall<?",
-                                          (kind, before)).rowcount
-            for table in (*ROW_TABLES, "review"):  # the finished jobs' newer rows (none, normally) go with them
-                counts[table] += db.execute(f"DELETE FROM {table} WHERE job_id IN ({finished})",
-                                            finished_args).rowcount
-            db.execute(f"DELETE FROM jobs WHERE id IN ({finished})", finished_args)
-            counts["jobs"] = len(done)
-            return counts, done
-
-        return self._tx(prune)
 
     def text_rows(self, job_ids: list[str] | None = None) -> tuple[list[tuple], list[tuple]]:
         """Transcript rows `(job_id, source, text, start, end)` and event rows
