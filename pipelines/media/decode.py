@@ -22,6 +22,7 @@ import av
 import numpy as np
 
 from models.errors import BadInput
+from pipelines.media.sources import media_streams
 
 AUDIO_RATE = 16_000
 DECODE_ALL_ENV = "FORESIGHT_DECODE_ALL"  # "1": decode every frame (the benchmarks' reference)
@@ -65,13 +66,6 @@ def upright(rgb: np.ndarray, rotation: float) -> np.ndarray:
     return np.ascontiguousarray(np.rot90(rgb, k)) if k else rgb
 
 
-def picture_stream(container):
-    """The container's first video stream that is a picture over time, or None: an audio file's cover art (an
-    attached picture, one frame) is not one, so a song or podcast with a cover is analysed as audio."""
-    attached = av.stream.Disposition.attached_pic
-    return next((s for s in container.streams.video if not s.disposition & attached), None)
-
-
 def pixel_aspect(stream) -> float:
     """A video stream's pixel width over height (anamorphic: a D1 camera's 12:11); 1 when square or unknown."""
     sar = stream.sample_aspect_ratio if stream is not None else None
@@ -105,10 +99,13 @@ class ContinuousClock:
 
     def mend(self, packet) -> None:
         """Shift `packet`'s pts and dts in place when its stream's clock went back."""
-        ts = packet.dts if packet.dts is not None else packet.pts
-        if not self.enabled or ts is None or packet.size == 0 or packet.time_base is None:
+        if not self.enabled:  # every packet of every other format: nothing to look at
             return
-        index, shift = packet.stream.index, self._shift.get(packet.stream.index, 0)
+        ts = packet.dts if packet.dts is not None else packet.pts
+        if ts is None or packet.size == 0 or packet.time_base is None:
+            return
+        index = packet.stream.index
+        shift = self._shift.get(index, 0)
         latest = self._last.get(index)
         if latest is not None and float((ts + shift - latest[0]) * packet.time_base) < -self.JUMP_BACK_S:
             shift = latest[0] + max(latest[1], 1) - ts
@@ -138,8 +135,7 @@ class MediaDecoder:
         self.container = container
         self.sample_fps = sample_fps
         self.max_side = max_side
-        self.video = picture_stream(container)
-        self.audio = container.streams.audio[0] if container.streams.audio else None
+        self.video, self.audio = media_streams(container)
         if self.video is None and self.audio is None:
             raise BadInput("no video or audio stream in the source")
         self.pixel_aspect = pixel_aspect(self.video)

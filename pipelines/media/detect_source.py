@@ -27,7 +27,7 @@ from pipelines.media.ingest import ReconnectPolicy, SegmentReader
 from pipelines.media.policy import SourcePolicy
 from pipelines.media.recorder import RecordConfig, Recorder
 from pipelines.media.redact import redact
-from pipelines.media.sources import SourceKind, SourceSpec, open_container, parse_source
+from pipelines.media.sources import SourceKind, SourceSpec, media_streams, open_container, parse_source
 
 
 def parse_detect_source(uri: str | None, main: SourceSpec, rtsp_transport: str = "tcp",
@@ -115,7 +115,7 @@ class MainRecording:
 
     def _record(self, container) -> bool:
         """Remux one connection's packets until it ends, stalls or `stop()`; True if any packet arrived."""
-        streams = [s for s in (*container.streams.video[:1], *container.streams.audio[:1])]
+        streams = [s for s in media_streams(container) if s is not None]
         if not streams:
             self.last_error = f"{self.spec.name}: no video or audio stream"
             return False

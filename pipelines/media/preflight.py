@@ -16,7 +16,7 @@ import socket
 from urllib.parse import urlsplit
 
 from models.errors import BadInput
-from pipelines.media.sources import SourceKind, SourceSpec, open_container
+from pipelines.media.sources import SourceKind, SourceSpec, media_streams, open_container
 
 DEFAULT_PORTS = {"rtsp": 554, "rtsps": 322, "http": 80, "https": 443}
 CONNECT_TIMEOUT_S = 2.5  # a refused or unreachable URL must fail within 3 s
@@ -77,7 +77,7 @@ def probe(spec: SourceSpec, timeout_s: float = 10.0) -> None:
 
     container = open_container(spec, timeout_s, timeout_s)
     try:
-        streams = [s for s in (*container.streams.video[:1], *container.streams.audio[:1])]
+        streams = [s for s in media_streams(container) if s is not None]
         if not streams:
             raise BadInput(f"{spec.name}: no video or audio stream in the source")
         error, good, bad = None, 0, 0

@@ -132,6 +132,15 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
         raise _bad_input(spec, exc, open_timeout_s) from None
 
 
+def media_streams(container) -> tuple:
+    """The (video, audio) streams of an opened container that Foresight reads, each None when absent: the first
+    video stream that is a picture over time (an audio file's cover art, an attached picture of one frame, is
+    not one, so a song or podcast with a cover is analysed as audio) and the first audio stream."""
+    attached = av.stream.Disposition.attached_pic
+    video = next((s for s in container.streams.video if not s.disposition & attached), None)
+    return video, (container.streams.audio[0] if container.streams.audio else None)
+
+
 def _bad_input(spec: SourceSpec, exc: BaseException, open_timeout_s: float) -> BadInput:
     """The one-line BadInput for an FFmpeg or OS failure to open `spec`."""
     if isinstance(exc, av.error.InvalidDataError):
