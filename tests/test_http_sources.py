@@ -10,6 +10,7 @@ import pytest
 
 from pipelines.media.ingest import SegmentReader
 from pipelines.media.sources import SourceKind, parse_source
+from tests.helpers.ts_parts import ts_parts
 from tests.helpers.web import serve_files
 
 
@@ -60,9 +61,7 @@ def test_http_404_is_bad_input(http_root):
 def discontinuous_hls(tmp_path, demo_clip):
     """Two 8-s segments, each from an encoder whose clock starts at 0, with `#EXT-X-DISCONTINUITY` between them
     (an encoder restarted behind the feed, or an inserted clip), served on loopback: its URL."""
-    for i, start in enumerate((0, 10)):
-        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-ss", str(start), "-i", str(demo_clip[0]), "-t", "8",
-                        "-c:v", "libx264", "-c:a", "aac", str(tmp_path / f"part{i}.ts")], check=True)
+    ts_parts(demo_clip[0], tmp_path, (0, 10), 8)
     (tmp_path / "index.m3u8").write_text(
         "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:8\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:VOD\n"
         "#EXTINF:8.0,\npart0.ts\n#EXT-X-DISCONTINUITY\n#EXTINF:8.0,\npart1.ts\n#EXT-X-ENDLIST\n")

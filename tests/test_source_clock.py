@@ -7,25 +7,18 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import av
 import pytest
 
+from tests.helpers.ts_parts import ts_parts
+
 
 def _join(src: Path, folder: Path, starts: tuple[float, ...], seconds: float) -> Path:
     """`seconds` of `src` from each of `starts` as TS files, each with its clock from 0, joined byte for byte."""
-    if shutil.which("ffmpeg") is None:
-        pytest.fail("ffmpeg is required (scripts/bootstrap.sh installs it)")
-    parts = []
-    for i, start in enumerate(starts):
-        parts.append(folder / f"part{i}.ts")
-        subprocess.run(["ffmpeg", "-y", "-ss", str(start), "-i", str(src), "-t", str(seconds), "-c:v", "libx264",
-                        "-c:a", "aac", str(parts[-1])], check=True, capture_output=True)
     joined = folder / "joined.ts"
-    joined.write_bytes(b"".join(p.read_bytes() for p in parts))
+    joined.write_bytes(b"".join(p.read_bytes() for p in ts_parts(src, folder, starts, seconds)))
     return joined
 
 

@@ -1,0 +1,23 @@
+"""MPEG-TS parts cut from a clip, each encoded on its own so its clock starts at 0: joined end to end, or listed
+in an HLS playlist across a discontinuity, they make a source whose clock starts again (`decode.ContinuousClock`)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+def ts_parts(src: Path, folder: Path, starts: tuple[float, ...], seconds: float) -> list[Path]:
+    """`seconds` of `src` from each of `starts`, as `part0.ts`, `part1.ts`, ... in `folder`."""
+    if shutil.which("ffmpeg") is None:
+        pytest.fail("ffmpeg is required (scripts/bootstrap.sh installs it)")
+    parts = []
+    for i, start in enumerate(starts):
+        parts.append(folder / f"part{i}.ts")
+        subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-ss", str(start), "-i", str(src),
+                        "-t", str(seconds), "-c:v", "libx264", "-c:a", "aac", str(parts[-1])],
+                       check=True, capture_output=True)
+    return parts
