@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -80,25 +81,32 @@ def shown_picture(frame, aspect: float = 1.0, max_side: int = 0) -> np.ndarray:
 
 
 class ContinuousClock:
-    """Keeps each stream's timestamps from jumping back in the formats whose clock may start again mid-stream
-    (FFmpeg's AVFMT_TS_DISCONT: MPEG-TS and HLS): concatenated TS recordings, HLS discontinuities, an encoder
-    restarted behind a live TS or HLS feed. Players carry on (FFmpeg shifts such timestamps too), while a
-    sampler on the raw times would skip every frame until the old time came round again, so the second part
-    was lost. A packet whose stream's decode time falls more than `JUMP_BACK_S` below that stream's latest is
-    shifted, with every later packet of the stream, to continue one packet after it; forward gaps are left
-    alone (on a live source they are time that passed). Other formats (MP4, RTSP, ...) pass as they are."""
+    """Keeps each stream's timestamps continuous in the formats whose clock may start again mid-stream (FFmpeg's
+    AVFMT_TS_DISCONT: MPEG-TS and HLS): concatenated TS recordings, HLS discontinuities, an encoder restarted
+    behind a live TS or HLS feed. Players carry on (FFmpeg shifts such timestamps too). On the raw times a clock
+    that went back lost the second part (the sampler skipped every frame until the old time came round again),
+    and one that leapt ahead filled the result with empty seconds (a new encoder's clock an hour on: 3,600 of
+    them, and `--max-duration` then cut the second part off). A packet whose stream's decode time falls more than
+    `JUMP_BACK_S` below that stream's latest, or leaps more than `JUMP_AHEAD_S` past it, is shifted, with every
+    later packet of the stream, to continue one packet after it. On a live source a leap is measured beyond the
+    wall time that passed since the stream's last packet: a feed that stalled for a minute and came back a
+    minute on kept its time. Other formats (MP4, RTSP, ...) pass as they are."""
 
     JUMP_BACK_S = 0.5  # more than B-frame reordering or audio/video interleave ever moves a stream's DTS back
+    JUMP_AHEAD_S = 10.0  # FFmpeg's own `-dts_delta_threshold` for these formats
     TS_DISCONT = 0x0200  # AVFMT_TS_DISCONT in `container.format.flags`
 
-    def __init__(self, container):
+    def __init__(self, container, live: bool = False):
         self.enabled = bool(container.format.flags & self.TS_DISCONT)
+        self.live = live
+        self.wall = time.monotonic  # a live packet's arrival (a test plays it)
         self.jumps = 0
         self._shift: dict[int, int] = {}  # stream index -> ticks added to its timestamps
-        self._last: dict[int, tuple[int, int]] = {}  # stream index -> (latest shifted decode time, packet duration)
+        # stream index -> (latest shifted decode time, packet duration, monotonic time that packet arrived)
+        self._last: dict[int, tuple[int, int, float]] = {}
 
     def mend(self, packet) -> None:
-        """Shift `packet`'s pts and dts in place when its stream's clock went back."""
+        """Shift `packet`'s pts and dts in place when its stream's clock went back or leapt ahead."""
         if not self.enabled:  # every packet of every other format: nothing to look at
             return
         ts = packet.dts if packet.dts is not None else packet.pts
@@ -107,15 +115,18 @@ class ContinuousClock:
         index = packet.stream.index
         shift = self._shift.get(index, 0)
         latest = self._last.get(index)
-        if latest is not None and float((ts + shift - latest[0]) * packet.time_base) < -self.JUMP_BACK_S:
-            shift = latest[0] + max(latest[1], 1) - ts
-            self._shift[index] = shift
-            self.jumps += 1
+        now = self.wall() if self.live else 0.0
+        if latest is not None:
+            step = float((ts + shift - latest[0]) * packet.time_base)
+            if step < -self.JUMP_BACK_S or step > self.JUMP_AHEAD_S + (now - latest[2]):
+                shift = latest[0] + max(latest[1], 1) - ts
+                self._shift[index] = shift
+                self.jumps += 1
         if shift:
             packet.dts = packet.dts + shift if packet.dts is not None else None
             packet.pts = packet.pts + shift if packet.pts is not None else None
         if latest is None or ts + shift > latest[0]:
-            self._last[index] = (ts + shift, packet.duration or 0)
+            self._last[index] = (ts + shift, packet.duration or 0, now)
 
 
 class MediaDecoder:
@@ -123,7 +134,8 @@ class MediaDecoder:
 
     `sample_fps` frames per second are kept (the first frame at or after each sampling instant), scaled so the
     longer side is at most `max_side`, as players show them (`shown_picture`: square pixels, upright). Times
-    are seconds from the container's start (`clock` continues a clock that starts again). With `decode_video`
+    are seconds from the container's start (`clock` continues a clock that starts again or leaps ahead; a `live`
+    source's leap is measured beyond the wall time that passed). With `decode_video`
     False the video is not decoded: each sampling instant yields a VideoSample without pixels, timed by the
     packet that reached it, and `frames_skipped` counts the video frames read but not decoded (also the
     non-reference frames left undecoded because the sampler could not take them; `skip_unsampled=False`
@@ -131,7 +143,7 @@ class MediaDecoder:
     """
 
     def __init__(self, container, sample_fps: float = 2.0, max_side: int = 640, decode_threads: int = 0,
-                 decode_video: bool = True, skip_unsampled: bool | None = None):
+                 decode_video: bool = True, skip_unsampled: bool | None = None, live: bool = False):
         self.container = container
         self.sample_fps = sample_fps
         self.max_side = max_side
@@ -162,7 +174,7 @@ class MediaDecoder:
         self._audio_anchor: float | None = None
         self._audio_emitted = 0
         self.on_packet = None  # called with each packet once decoded (the recorder remuxes it)
-        self.clock = ContinuousClock(container)  # `clock.jumps`: how often a stream's clock went back
+        self.clock = ContinuousClock(container, live)  # `clock.jumps`: how often a stream's clock jumped
 
     def info(self) -> StreamInfo:
         duration = None

@@ -130,7 +130,7 @@ class MainRecording:
             return t - zero[0] + zero[1]
 
         self.recorder.connect(streams, clock)
-        continuous = ContinuousClock(container)  # a TS or HLS main stream whose clock starts again
+        continuous = ContinuousClock(container, self.spec.live)  # a TS or HLS main stream whose clock jumps
         got = False
         try:
             for packet in container.demux(streams):

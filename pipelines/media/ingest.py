@@ -37,9 +37,9 @@ class Health(StrEnum):
 @dataclass
 class ReconnectPolicy:
     """Exponential backoff with jitter (capped at `max_s`), for live sources once they have delivered data: an
-    outage longer than `outage_budget_s` ends the stream (`math.inf`: never, as `serve` and the dashboard do). Before the first data a failure ends it at once, unless
-    `retry_before_data` (`--retry`, a camera expected to come up late): then the same backoff and budget apply
-    from the first attempt."""
+    outage longer than `outage_budget_s` ends the stream (`math.inf`: never, as `serve` and the dashboard do).
+    Before the first data a failure ends it at once, unless `retry_before_data` (`--retry`, a camera expected to
+    come up late): then the same backoff and budget apply from the first attempt."""
 
     initial_s: float = 0.5
     max_s: float = 8.0
@@ -64,7 +64,7 @@ class IngestStats:
     reconnects: int = 0
     lost_intervals: list[tuple[float, float]] = field(default_factory=list)
     decode_errors: int = 0
-    clock_jumps: int = 0  # times a stream's clock went back (joined TS, an HLS discontinuity) and was continued
+    clock_jumps: int = 0  # times a stream's clock went back or leapt (joined TS, an HLS discontinuity) and was continued
     analysed_until: float = 0.0  # end of the last second emitted (less than the duration if decoding stopped early)
     last_error: str | None = None
     outage_since: float | None = None  # during an outage: the wall-clock time (epoch s) its last data arrived
@@ -156,10 +156,7 @@ class SegmentReader:
                  buffer_segments: int = 8, policy: ReconnectPolicy | None = None, open_timeout_s: float = 10.0,
                  watchdog_s: float = 5.0, duration_s: float | None = None, seed: int | None = None,
                  record: RecordConfig | None = None, decode_video: bool = True):
-        self.spec = spec
-        self.source_id = source_id
-        self.sample_fps = sample_fps
-        self.max_side = max_side
+        self.spec, self.source_id, self.sample_fps, self.max_side = spec, source_id, sample_fps, max_side
         self.decode_video = decode_video  # False: no stage reads pictures; video is demuxed for clock and recorder
         self.policy = policy or ReconnectPolicy()
         self.open_timeout_s = open_timeout_s
@@ -248,7 +245,8 @@ class SegmentReader:
     def _connect(self) -> tuple[object, MediaDecoder]:
         container = open_container(self.spec, self.open_timeout_s, self.watchdog_s)
         try:
-            decoder = MediaDecoder(container, self.sample_fps, self.max_side, decode_video=self.decode_video)
+            decoder = MediaDecoder(container, self.sample_fps, self.max_side, decode_video=self.decode_video,
+                                   live=self.spec.live)
         except BadInput:
             container.close()
             raise
@@ -288,7 +286,8 @@ class SegmentReader:
         if self.stats.segments_emitted == 0:
             raise BadInput(f"{self.spec.name}: no decodable audio or video")
 
-    def _pump(self, decoder: MediaDecoder, seg: Segmenter) -> None:
+    def _pump(self, decoder: MediaDecoder, seg: Segmenter) -> bool:
+        """Decoded items into `seg` until the source ends or stops; True when it stopped at the duration limit."""
         base, skipped, jumps = self.stats.frames_decoded, self.stats.frames_skipped, self.stats.clock_jumps
         items = iter(decoder)
         while True:
@@ -300,20 +299,21 @@ class SegmentReader:
             self.stats.frames_skipped = skipped + decoder.frames_skipped  # the frames after the last sampled one)
             self.stats.clock_jumps = jumps + decoder.clock.jumps
             if item is _END:
-                return
+                return False
             self._delivered = True
             self._last_data = (time.monotonic(), time.time())
             if self._stop.is_set():
-                return
+                return False
+            if self.duration_s is not None and item.time + seg.offset >= self.duration_s:  # no second past it
+                seg.last_time = max(seg.last_time, self.duration_s)  # the source went on: the last second is whole
+                if not self.spec.live:
+                    self.stats.warnings.append(f"analysed the first {self.duration_s:g} s only: the file goes on "
+                                               "past the duration limit (its header declared less, or nothing)")
+                return True
             done = list(seg.push(item))
             self.timings["segment_s"] += time.perf_counter() - t1
             for s in done:
                 self._emit(s)
-            if self.duration_s is not None and seg.last_time >= self.duration_s:
-                if not self.spec.live and next(items, _END) is not _END:
-                    self.stats.warnings.append(f"analysed the first {self.duration_s:g} s only: the file goes on "
-                                               "past the duration limit (its header declared less, or nothing)")
-                return
 
     def _run_live(self) -> None:
         seg: Segmenter | None = None
@@ -360,8 +360,9 @@ class SegmentReader:
                 self._segmenter = seg
             attempt = 0
             self.stats.health = Health.LIVE
+            reached = False  # the duration limit
             try:
-                self._pump(decoder, seg)
+                reached = self._pump(decoder, seg)
                 ended_cleanly = True
             except (av.error.FFmpegError, OSError, TimeoutError) as exc:
                 self.stats.last_error = " ".join(str(exc).split())[:200]
@@ -372,7 +373,7 @@ class SegmentReader:
                     container.close()
                 except Exception:  # closing a broken network container can fail; nothing to recover
                     pass
-            done = self._stop.is_set() or (self.duration_s is not None and seg.last_time >= self.duration_s)
+            done = self._stop.is_set() or reached
             for s in seg.flush(final=done):
                 self._emit(s)
             if done:
