@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from app.summary import render_summary
 from tests.helpers.cli import free_port, run_cli
 from training.media.synth import RATE, ClipSpec, place, speak, write_clip
 
@@ -46,13 +47,26 @@ def test_truncated_mp4_without_its_index(tmp_path):
 
 
 def test_truncated_mp4_with_its_index_keeps_what_decodes(tmp_path):
-    data = _speech_clip(tmp_path / "whole.mp4", faststart=True).read_bytes()
+    """What decodes is kept, and the result says the file was cut short of what its header declares (FFmpeg
+    stops at the cut without an error: before, an interrupted upload looked like a shorter clip)."""
+    import av
+
+    from pipelines.media.decode import MediaDecoder
+
+    whole = _speech_clip(tmp_path / "whole.mp4", faststart=True)
+    data = whole.read_bytes()
     path = tmp_path / "cut.mp4"
     path.write_bytes(data[: len(data) * 2 // 3])
     proc = run_cli("analyze", str(path), "--no-asr", "--no-safety", "--json", timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["ingest"]["segments_emitted"] >= 2
+    assert any("short of the 6.0 s its header declares" in w for w in result["ingest"]["warnings"]), result["ingest"]
+    assert "cut short?" in render_summary(result)
+    with av.open(str(whole)) as container:  # the whole file says nothing
+        decoder = MediaDecoder(container, decode_video=False)
+        list(decoder)
+        assert decoder.check_length(decoder.info()) is None
 
 
 def test_missing_file_and_directory(tmp_path):
@@ -140,3 +154,24 @@ def test_valid_header_over_garbage_is_refused_before_the_stack_starts(tmp_path, 
         fh.truncate(2 << 30)
     proc = run_cli("analyze", str(path), timeout=120)
     assert_clean_failure(proc, "mostly undecodable")
+
+
+def test_an_estimated_duration_becomes_what_the_file_held(tmp_path):
+    """A VBR MP3 without a Xing header has its duration estimated from its first frame's bitrate: 10 s of a tone
+    then 10 s of noise was called 31.7 s, the summary called the analysis incomplete and the real-time factor was
+    off by half. Read to its end, the result gives the 20 s it held, and no warning."""
+    import shutil
+    import subprocess
+
+    from pipelines import AnalyzeOptions, StageConfig, analyze_inline
+
+    if shutil.which("ffmpeg") is None:
+        pytest.fail("ffmpeg is required (scripts/bootstrap.sh installs it)")
+    path = tmp_path / "vbr.mp3"
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=f=440:d=10", "-f", "lavfi", "-i",
+                    "anoisesrc=d=10:a=0.5", "-filter_complex", "[0][1]concat=n=2:v=0:a=1", "-c:a", "libmp3lame",
+                    "-q:a", "2", "-write_xing", "0", str(path)], check=True, capture_output=True)
+    result = analyze_inline(str(path), AnalyzeOptions(stages=StageConfig(asr=False, safety=False)))
+    assert abs(result["duration_s"] - 20.0) < 0.2 and len(result["seconds"]) == 20, result["duration_s"]
+    text = render_summary(result)
+    assert result["ingest"]["warnings"] == [] and "incomplete" not in text and "warning" not in text, text

@@ -142,6 +142,9 @@ class MediaDecoder:
     or FORESIGHT_DECODE_ALL=1 decodes every frame).
     """
 
+    SHORT_S = 1.0  # a file that ends this much before its declared duration was cut short
+    DECLARED = {"mov", "matroska", "avi", "flv", "asf", "wav"}  # formats whose header holds the duration
+
     def __init__(self, container, sample_fps: float = 2.0, max_side: int = 640, decode_threads: int = 0,
                  decode_video: bool = True, skip_unsampled: bool | None = None, live: bool = False):
         self.container = container
@@ -174,6 +177,7 @@ class MediaDecoder:
         self._audio_anchor: float | None = None
         self._audio_emitted = 0
         self.on_packet = None  # called with each packet once decoded (the recorder remuxes it)
+        self._end: float | None = None  # the latest packet end, seconds on the container's clock (`check_length`)
         self.clock = ContinuousClock(container, live)  # `clock.jumps`: how often a stream's clock jumped
 
     def info(self) -> StreamInfo:
@@ -189,6 +193,24 @@ class MediaDecoder:
             audio_rate=self.audio.codec_context.sample_rate if self.audio is not None else None,
         )
 
+    def check_length(self, info: StreamInfo) -> str | None:
+        """After a file was read to its end, what its packets held against the duration it gave. In a format whose
+        header declares the duration, a warning when they end more than `SHORT_S` before it (an interrupted copy
+        or upload: FFmpeg stops at the cut without an error). In one whose duration FFmpeg estimates (from the
+        bitrate: a VBR MP3's was off by half; from the last timestamp: a TS file's, across a jump of its clock),
+        `info.duration_s` becomes what the packets held."""
+        if self._end is None or info.duration_s is None:
+            return None
+        start = self.container.start_time / av.time_base if self.container.start_time is not None else 0.0
+        held = self._end - start
+        if not set(self.container.format.name.split(",")) & self.DECLARED:
+            if abs(held - info.duration_s) > self.SHORT_S:
+                info.duration_s = round(held, 3)
+            return None
+        if held >= info.duration_s - self.SHORT_S:
+            return None
+        return f"the file ends at {held:.1f} s, short of the {info.duration_s:.1f} s its header declares (cut short?)"
+
     def _rel(self, t: float | None) -> float | None:
         if t is None:
             return None
@@ -200,6 +222,9 @@ class MediaDecoder:
         streams = [s for s in (self.video, self.audio) if s is not None]
         for packet in self.container.demux(streams):
             self.clock.mend(packet)
+            if packet.pts is not None and packet.time_base is not None:  # how far the file goes
+                end = float((packet.pts + (packet.duration or 0)) * packet.time_base)
+                self._end = end if self._end is None else max(self._end, end)
             if packet.stream is self.video and not self.decode_video:
                 items = [self._on_video_packet(packet)]
             else:

@@ -271,10 +271,10 @@ class SegmentReader:
         self.stats.health = Health.LIVE
         seg = Segmenter(self.source_id, decoder.video is not None, decoder.audio is not None)
         self._segmenter = seg
-        try:
-            self._pump(decoder, seg)
+        try:  # a truncated or partly corrupt file: keep what decoded, say what happened
+            if not self._pump(decoder, seg) and (short := decoder.check_length(self.info)):
+                self.stats.warnings.append(short)
         except (av.error.FFmpegError, OSError) as exc:
-            # A truncated or partly corrupt file: keep what decoded, say what happened.
             if self.stats.segments_emitted == 0 and seg.last_time == 0:
                 raise BadInput(f"{self.spec.name}: cannot decode ({' '.join(str(exc).split())[:160]})") from None
             self.stats.warnings.append(f"decoding stopped early at {seg.last_time:.1f} s: {exc}")
