@@ -116,6 +116,22 @@ def test_identical_files_share_the_analysis_but_keep_their_own_results(tmp_path)
     assert Store(out / "foresight.db").count_jobs(["done"]) == 1
 
 
+def test_a_file_cut_short_is_done_with_its_warning_in_the_summary(tmp_path, demo_clip):
+    """An interrupted copy in the folder is analysed as far as it goes, and summary.md says it was cut short
+    (before, its row read as the whole 20-s clip's)."""
+    folder, out = tmp_path / "cut", tmp_path / "out"
+    folder.mkdir()
+    data = demo_clip[0].read_bytes()
+    (folder / "whole.mp4").write_bytes(data)
+    (folder / "cut.mp4").write_bytes(data[: len(data) // 3])
+    proc = run_cli("batch", str(folder), "--out", str(out), "--no-asr", "--no-tags", "--no-visual", "--no-safety",
+                   "-q", timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {line.split("|")[1].strip(): line for line in (out / "summary.md").read_text().splitlines()[2:]}
+    assert "short of the 20.0 s its header declares" in rows["cut.mp4"], rows
+    assert rows["whole.mp4"].rstrip().endswith("|  |"), rows["whole.mp4"]  # no warning
+
+
 def test_batch_max_duration_fails_long_files_with_the_reason(clip_folder, tmp_path):
     proc = run_cli("batch", str(clip_folder), "--out", str(tmp_path / "out"), "--max-duration", "1.5", "-q",
                    timeout=300)

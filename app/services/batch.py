@@ -117,6 +117,8 @@ def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | 
             for q in copies[keys[p]]:
                 if result is not None:
                     _write_file_outputs(outdir, names[q], {**result, "source": names[q]})
+                    for warning in (result.get("ingest") or {}).get("warnings", []):
+                        bar.write(f"warning: {names[q]}: {warning}")
                 else:
                     bar.write(f"failed: {names[q]}: {error}")
                 bar.update(1)

@@ -42,14 +42,17 @@ def write_json(path: Path, result: dict) -> None:
 
 
 def summary_row(name: str, result: dict | None, error: str | None) -> dict:
+    """One file's row of a batch's `summary.md`; `warnings` are its analysis' own (a file cut short, decoding
+    stopped early, the duration limit), so a file analysed in part is not read as a whole one."""
     if result is None:
         return {"file": name, "status": "failed", "duration_s": "", "events": "", "transcript_words": "",
-                "alerts": "", "realtime_factor": "", "error": error or ""}
+                "alerts": "", "realtime_factor": "", "error": error or "", "warnings": ""}
     words = sum(len(t["text"].split()) for t in result.get("transcript", []))
     return {"file": name, "status": "done", "duration_s": result.get("duration_s"),
             "events": len(result.get("events", [])), "transcript_words": words,
             "alerts": len(result.get("alerts", [])),
-            "realtime_factor": result.get("timings", {}).get("realtime_factor"), "error": ""}
+            "realtime_factor": result.get("timings", {}).get("realtime_factor"), "error": "",
+            "warnings": "; ".join((result.get("ingest") or {}).get("warnings", []))}
 
 
 def summary_table(rows: list[dict]) -> str:
@@ -58,7 +61,7 @@ def summary_table(rows: list[dict]) -> str:
         return "(no files)\n"
     cols = list(rows[0])
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    out += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
+    out += ["| " + " | ".join(" ".join(str(r[c]).split()).replace("|", "\\|") for c in cols) + " |" for r in rows]
     return "\n".join(out) + "\n"
 
 
