@@ -148,6 +148,25 @@ def test_file_analysis_fills_timeline_transcript_and_moments(demo_clip, tmp_path
     assert at.session_state["moments"][0]["job_id"] == job_id
 
 @pytest.mark.slow
+def test_a_file_analysed_in_part_says_why(demo_clip, tmp_path, monkeypatch):
+    """A file cut short (an interrupted copy) is analysed as far as it goes, and the page says so; before, it
+    read as a shorter clip, with the reason only in the JSON (`ingest.warnings`)."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("FORESIGHT_DB", str(tmp_path / "dash.db"))
+    cut = tmp_path / "cut.mp4"
+    data = demo_clip[0].read_bytes()
+    cut.write_bytes(data[: len(data) // 3])
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    at.radio(key="kind").set_value("File on the server").run()
+    at.text_input(key="path").input(str(cut)).run()
+    at.button(key="analyze_path").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state["result"]["seconds"]
+    assert [w.value for w in at.warning if "short of the 20.0 s its header declares" in w.value], at.warning
+
+
+@pytest.mark.slow
 def test_bad_path_shows_a_reason(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 

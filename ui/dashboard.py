@@ -159,6 +159,8 @@ if state.result is not None:
     st.caption(f"{result['source']}: {result['duration_s']:.1f} s, {len(result['events'])} events, "
                f"{len(result['transcript'])} transcript lines (job {state.job_id}"
                f"{', ' + job['status'] if job else ''})")
+    for warning in (result.get("ingest") or {}).get("warnings", []):  # analysed in part: cut short, the limit, ...
+        st.warning(warning)
     live_result = job is not None and job["kind"] == backend.LIVE_JOB_KIND  # files have no stream health
     show_panels(result["events"], result["transcript"], result["alerts"], result["duration_s"],
                 result.get("ingest") if live_result else None, None, backend.media_for(store, state.job_id),
