@@ -174,6 +174,7 @@ class MediaDecoder:
         self._skip_mode = "DEFAULT"
         self._resampler = (av.AudioResampler(format="flt", layout="mono", rate=AUDIO_RATE)
                            if self.audio is not None else None)
+        self._audio_setup: tuple | None = None  # (sample format, layout, rate) the resampler was set up for
         self._audio_anchor: float | None = None
         self._audio_emitted = 0
         self.on_packet = None  # called with each packet once decoded (the recorder remuxes it)
@@ -318,8 +319,19 @@ class MediaDecoder:
 
     def _on_audio(self, frame) -> AudioChunk | None:
         t = self._rel(frame.time)
+        tail = []
+        setup = (frame.format.name, frame.layout.name, frame.sample_rate)
+        if setup != self._audio_setup:
+            # The source's sound changed format mid-stream (a TS or HLS programme or advert, joined recordings):
+            # FFmpeg's resampler is set up by its first frame and refuses others, which ended the analysis. The
+            # old one's last samples go out first, then a new one takes over.
+            if self._audio_setup is not None:
+                tail = self._resampler.resample(None)
+                self._resampler = av.AudioResampler(format="flt", layout="mono", rate=AUDIO_RATE)
+            self._audio_setup = setup
         out = self._resampler.resample(frame)
-        return self._chunk(out, t)
+        held = sum(f.samples for f in tail) / AUDIO_RATE
+        return self._chunk(tail + out, t - held if t is not None else None)
 
     def _chunk(self, frames, t: float | None) -> AudioChunk | None:
         if not frames:
