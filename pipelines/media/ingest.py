@@ -287,7 +287,7 @@ class SegmentReader:
             raise BadInput(f"{self.spec.name}: no decodable audio or video")
 
     def _pump(self, decoder: MediaDecoder, seg: Segmenter) -> bool:
-        """Decoded items into `seg` until the source ends or stops; True when it stopped at the duration limit."""
+        """Decoded items into `seg` until the source ends (False), or a stop request or the duration limit (True)."""
         base, skipped, jumps = self.stats.frames_decoded, self.stats.frames_skipped, self.stats.clock_jumps
         items = iter(decoder)
         while True:
@@ -303,7 +303,7 @@ class SegmentReader:
             self._delivered = True
             self._last_data = (time.monotonic(), time.time())
             if self._stop.is_set():
-                return False
+                return True
             if self.duration_s is not None and item.time + seg.offset >= self.duration_s:  # no second past it
                 seg.last_time = max(seg.last_time, self.duration_s)  # the source went on: the last second is whole
                 if not self.spec.live:
@@ -360,7 +360,7 @@ class SegmentReader:
                 self._segmenter = seg
             attempt = 0
             self.stats.health = Health.LIVE
-            reached = False  # the duration limit
+            reached = False  # stopped, or the duration limit
             try:
                 reached = self._pump(decoder, seg)
                 ended_cleanly = True
