@@ -109,3 +109,42 @@ def test_frames_decoded_counts_the_frames_after_the_last_sampled_one(tmp_path):
         frames = sum(1 for p in container.demux(video=0) if p.size)
     segments, reader = read_all(path)
     assert frames == 75 and reader.stats.frames_decoded + reader.stats.frames_skipped == frames and len(segments) == 3
+
+
+def test_a_sound_track_that_stops_does_not_hold_the_picture_back(tmp_path):
+    """A camera that declares a sound track and stops sending it, or a file whose sound ends long before its
+    picture: the seconds go on without the sound, a few seconds behind the picture. Before, each was held until
+    the sound came back: a live stream gave nothing, and this file gave its 20 seconds only at its end, with
+    every frame kept in memory until then."""
+    from pipelines.media.decode import MediaDecoder, VideoSample
+    from pipelines.media.segmenter import Segmenter
+
+    beep = tone(440, 0.3)
+    path = write_clip(tmp_path / "short_sound.mp4", ClipSpec(20.0, 10, 160, 120,
+                                                            lambda t: np.full((120, 160, 3), 90, np.uint8), beep))
+    lag = []  # how far the picture had come when each second came out
+    with av.open(str(path)) as container:
+        decoder = MediaDecoder(container)
+        seg = Segmenter("t", decoder.video is not None, decoder.audio is not None)
+        assert seg.has_audio
+        seen = 0.0
+        for item in decoder:
+            seen = max(seen, item.time) if isinstance(item, VideoSample) else seen
+            lag += [seen - s.end for s in seg.push(item)]
+        held = list(seg.flush(final=True))
+    assert len(lag) + len(held) == 20 and len(held) <= Segmenter.STALL_S + 1, (len(lag), len(held))
+    assert max(lag) <= Segmenter.STALL_S + 0.5, lag
+
+
+def test_sound_that_starts_late_is_kept_whole(tmp_path):
+    """A sound track that starts 3 s after the picture (less than `STALL_S`) is waited for: none of it is lost."""
+    import subprocess
+
+    clip = write_clip(tmp_path / "clip.mp4", ClipSpec(8.0, 10, 160, 120,
+                                                      lambda t: np.full((120, 160, 3), 90, np.uint8), tone(440, 8.0)))
+    late = tmp_path / "late.mp4"
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(clip), "-itsoffset", "3", "-i", str(clip),
+                    "-map", "0:v", "-map", "1:a", "-c", "copy", str(late)], check=True, capture_output=True)
+    segs, _ = read_all(late)
+    loud = [float(np.abs(s.audio).max()) for s in segs]
+    assert len(segs) >= 10 and all(v < 0.1 for v in loud[:3]) and all(v > 0.1 for v in loud[3:10]), loud

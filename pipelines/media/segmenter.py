@@ -23,6 +23,8 @@ class Segmenter:
     `offset` shifts every incoming time (used to keep one timeline across reconnects of a live source).
     """
 
+    STALL_S = 5.0  # more than demuxers ever interleave one stream behind the other
+
     def __init__(self, source_id: str, has_video: bool, has_audio: bool, segment_s: float = 1.0):
         if segment_s != 1.0:
             raise ValueError("only 1-second segments are supported")
@@ -76,12 +78,15 @@ class Segmenter:
         self._audio_filled[first:end] = True
 
     def _watermark(self) -> float:
-        marks = []
-        if self.has_video:
-            marks.append(self._video_watermark)
-        if self.has_audio:
-            marks.append(self._audio_watermark)
-        return min(marks) if marks else -math.inf
+        """How far every stream that still sends has come. A stream `STALL_S` behind the other has stopped (a
+        camera that declares a sound track and sends none, a sound track shorter than the picture): the seconds go
+        on without it, its part of them empty (late data for them is dropped). Before, they were held until it
+        came back: a live stream gave nothing, and a file held every frame in memory until its end."""
+        marks = [max(mark, self.next_index) for mark, present in ((self._video_watermark, self.has_video),
+                                                                  (self._audio_watermark, self.has_audio)) if present]
+        if not marks:
+            return -math.inf
+        return min(mark for mark in marks if mark >= max(marks) - self.STALL_S)
 
     def _emit_ready(self) -> Iterator[Segment]:
         mark = self._watermark()
