@@ -58,9 +58,9 @@ def cmd_analyze(args) -> int:
     # Check the source before the heavy imports, Ray and the models: bad input fails in seconds.
     from pipelines.media.detect_source import parse_detect_source
     from pipelines.media.preflight import check_source
-    from pipelines.media.sources import SourceKind, parse_source
+    from pipelines.media.sources import SourceKind, parse_source, settle_live
 
-    spec = parse_source(args.source, args.rtsp_transport)
+    spec = settle_live(parse_source(args.source, args.rtsp_transport), None)  # an HTTP camera is live
     detect = parse_detect_source(args.detect_source, spec, args.rtsp_transport)
     if args.record and (spec.kind is SourceKind.FILE or not spec.live):
         raise BadInput("--record needs a live source (a camera URL or device); a file is its own recording")
@@ -84,6 +84,7 @@ def cmd_analyze(args) -> int:
 
         options = capped(options, args.max_duration)
     runner = choose_runner(args.runner)
+    options.live = spec.live  # settled above: the runner need not open an HTTP source again to see
     options.reconnect.retry_before_data = args.retry
     options.detect_source = detect.uri if detect is not None else None
     if args.record:

@@ -11,7 +11,7 @@ import pytest
 from pipelines.media.ingest import SegmentReader
 from pipelines.media.sources import SourceKind, parse_source
 from tests.helpers.ts_parts import ts_parts
-from tests.helpers.web import serve_files
+from tests.helpers.web import QuietHandler, serve, serve_files
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +101,49 @@ def test_a_detect_sources_main_recording_goes_on_across_a_discontinuity(disconti
             times += [float(p.dts * p.time_base) for p in container.demux(container.streams.video[0])
                       if p.dts is not None]
     assert times == sorted(times) and times[-1] - times[0] > 15.5, (times[0], times[-1])
+
+
+class MjpegCamera(QuietHandler):
+    """An IP camera's HTTP stream on loopback: multipart JPEG at 10 pictures a second, in real time, for 30 s;
+    every picture of the k-th second it sends is grey at level 40 + 20 k."""
+
+    def do_GET(self) -> None:
+        import cv2
+        import numpy as np
+
+        self.send_response(200)
+        self.send_header("Content-Type", "multipart/x-mixed-replace;boundary=frame")
+        self.end_headers()
+        started = time.monotonic()
+        for n in range(300):
+            level = 40 + 20 * min(int(time.monotonic() - started), 10)
+            jpeg = cv2.imencode(".jpg", np.full((120, 160, 3), level, np.uint8))[1].tobytes()
+            self.wfile.write(b"--frame\r\nContent-Type: image/jpeg\r\nContent-Length: " + str(len(jpeg)).encode()
+                             + b"\r\n\r\n" + jpeg + b"\r\n")
+            self.wfile.flush()
+            time.sleep(max(0.0, started + (n + 1) / 10 - time.monotonic()))
+
+
+@pytest.fixture
+def mjpeg_camera():
+    server = serve("127.0.0.1", MjpegCamera)
+    yield f"http://127.0.0.1:{server.server_address[1]}/video.mjpg"
+    server.shutdown()
+
+
+def test_an_http_camera_is_live_and_timed_as_its_pictures_arrive(mjpeg_camera, http_root):
+    """A multipart JPEG camera over HTTP is a live source, timed by the wall clock. Before, it was read as a
+    download (no reconnects, no recording), and FFmpeg numbered its pictures at 25 a second: at 10 a second its
+    analysis ran 2.5 times ahead of the camera."""
+    from pipelines.media.sources import settle_live
+
+    assert not settle_live(parse_source(f"{http_root}/clip.mp4"), None).live  # a download stays one
+    spec = settle_live(parse_source(mjpeg_camera), None)
+    assert spec.live and spec.kind is SourceKind.HTTP
+    reader = SegmentReader(spec, "cam", duration_s=5.0).start()
+    segs = []
+    while (seg := reader.get(timeout=60)) is not None:
+        segs.append(seg)
+    levels = [[round((float(f.mean()) - 40) / 20, 1) for f in s.frames] for s in segs]
+    assert [s.index for s in segs] == list(range(5)) and all(len(f) == 2 for f in levels), levels
+    assert all(abs(level - s.index) <= 0.6 for s, row in zip(segs, levels, strict=True) for level in row), levels

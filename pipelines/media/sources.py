@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -32,6 +32,9 @@ class SourceKind(StrEnum):
     RTSP = "rtsp"
     HTTP = "http"
     HLS = "hls"
+
+
+CAMERA_FORMATS = frozenset({"mpjpeg"})  # an HTTP camera's multipart JPEG: endless, and no times of its own
 
 
 @dataclass(frozen=True)
@@ -120,8 +123,15 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
     except SourceRefused as exc:
         raise BadInput(f"{spec.name}: source refused ({exc.reason})") from None
     try:
-        return av.open(uri, mode="r", format=spec.format, options=options,
-                       timeout=(open_timeout_s, read_timeout_s), io_open=io_open)
+        container = av.open(uri, mode="r", format=spec.format, options=options,
+                            timeout=(open_timeout_s, read_timeout_s), io_open=io_open)
+        if container.format.name in CAMERA_FORMATS and "use_wallclock_as_timestamps" not in options:
+            # its pictures carry no times (FFmpeg numbers them at 25 a second, whatever the camera sends):
+            # opened again, each is timed as it arrives, as Frigate and players time such a camera
+            container.close()
+            container = av.open(uri, mode="r", format=spec.format, timeout=(open_timeout_s, read_timeout_s),
+                                options={**options, "use_wallclock_as_timestamps": "1"}, io_open=io_open)
+        return container
     except (av.error.FFmpegError, OSError) as exc:
         if relay is not None:
             relay.close()  # no new connections; one that is open ends with FFmpeg's
@@ -130,6 +140,23 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
         if relay is not None and relay.upstream_error:
             raise BadInput(f"{spec.name}: {relay.upstream_error}") from None
         raise _bad_input(spec, exc, open_timeout_s) from None
+
+
+def settle_live(spec: SourceSpec, live: bool | None, open_timeout_s: float = 10.0) -> SourceSpec:
+    """A plain HTTP URL whose liveness was not given (`live` None) is live when it serves a camera's endless
+    stream (`CAMERA_FORMATS`: an IP camera's, a webcam server's multipart JPEG), not a download: opened once
+    to see which. Before, such a camera was read as a file: no reconnects, no recording, no latency budget."""
+    if live is not None or spec.kind is not SourceKind.HTTP:
+        return spec
+    try:
+        container = open_container(spec, open_timeout_s, open_timeout_s)
+    except BadInput:
+        return spec  # the preflight check or the reader says why
+    try:
+        camera = container.format.name in CAMERA_FORMATS
+    finally:
+        container.close()
+    return replace(spec, live=True) if camera else spec
 
 
 def media_streams(container) -> tuple:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from models.errors import BadInput
 from pipelines.media.detect_source import make_reader, parse_detect_source
-from pipelines.media.sources import parse_source
+from pipelines.media.sources import parse_source, settle_live
 from pipelines.sinks.sink import Sink
 from pipelines.spine import graph
 from pipelines.spine.options import AnalyzeOptions
@@ -103,7 +103,8 @@ def analyze_inline(source: str, options: AnalyzeOptions | None = None,
     result the caller saves).
     """
     options = options or AnalyzeOptions()
-    spec = parse_source(source, options.rtsp_transport, options.live, options.source_policy)
+    spec = settle_live(parse_source(source, options.rtsp_transport, options.live, options.source_policy),
+                       options.live, options.open_timeout_s)
     detect = parse_detect_source(options.detect_source, spec, options.rtsp_transport, options.source_policy)
     if options.grounding.enabled:  # a checkpoint asked for but missing: say so before anything starts
         checkpoint_path(options.grounding.checkpoint)

@@ -14,7 +14,7 @@ from models.errors import BadInput
 from pipelines.media.detect_source import parse_detect_source
 from pipelines.media.preflight import check_source, probe  # noqa: F401  (probe: the file check, re-exported)
 from pipelines.media.redact import redact
-from pipelines.media.sources import SourceSpec, parse_source
+from pipelines.media.sources import SourceSpec, parse_source, settle_live
 from pipelines.spine import graph
 from pipelines.spine.options import AnalyzeOptions
 from pipelines.stages.config import no_picture
@@ -48,7 +48,8 @@ class Pipeline:
         from pipelines.spine.runtime import ensure_ray
 
         self.options = options = options or AnalyzeOptions()
-        self.spec: SourceSpec = parse_source(source, options.rtsp_transport, options.live, options.source_policy)
+        self.spec: SourceSpec = settle_live(parse_source(source, options.rtsp_transport, options.live,
+                                                         options.source_policy), options.live, options.open_timeout_s)
         detect = parse_detect_source(options.detect_source, self.spec, options.rtsp_transport, options.source_policy)
         if not source_checked:  # fail fast on bad input, before Ray and models
             for spec in (self.spec, detect) if detect is not None else (self.spec,):
