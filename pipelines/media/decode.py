@@ -135,15 +135,15 @@ class MediaDecoder:
     `sample_fps` frames per second are kept (the first frame at or after each sampling instant), scaled so the
     longer side is at most `max_side`, as players show them (`shown_picture`: square pixels, upright). Times
     are seconds from the container's start (`clock` continues a clock that starts again or leaps ahead; a `live`
-    source's leap is measured beyond the wall time that passed). With `decode_video`
-    False the video is not decoded: each sampling instant yields a VideoSample without pixels, timed by the
-    packet that reached it, and `frames_skipped` counts the video frames read but not decoded (also the
-    non-reference frames left undecoded because the sampler could not take them; `skip_unsampled=False`
-    or FORESIGHT_DECODE_ALL=1 decodes every frame).
+    source's leap is measured beyond the wall time that passed). With `decode_video` False the video is not
+    decoded: each sampling instant yields a VideoSample without pixels, timed by the packet that reached it,
+    and `frames_skipped` counts the video frames read but not decoded (also the non-reference frames left
+    undecoded because the sampler could not take them; `skip_unsampled=False` or FORESIGHT_DECODE_ALL=1
+    decodes every frame).
     """
 
     SHORT_S = 1.0  # a file that ends this much before its declared duration was cut short
-    DECLARED = {"mov", "matroska", "avi", "flv", "asf", "wav"}  # formats whose header holds the duration
+    DECLARED = frozenset({"mov", "matroska", "avi", "flv", "asf", "wav"})  # formats whose header holds the duration
 
     def __init__(self, container, sample_fps: float = 2.0, max_side: int = 640, decode_threads: int = 0,
                  decode_video: bool = True, skip_unsampled: bool | None = None, live: bool = False):
