@@ -64,7 +64,7 @@ class IngestStats:
     reconnects: int = 0
     lost_intervals: list[tuple[float, float]] = field(default_factory=list)
     decode_errors: int = 0
-    clock_jumps: int = 0  # times a stream's clock went back or leapt (joined TS, an HLS discontinuity) and was continued
+    clock_jumps: int = 0  # times a stream's clock went back or leapt (joined TS, HLS discontinuities) and was continued
     analysed_until: float = 0.0  # end of the last second emitted (less than the duration if decoding stopped early)
     last_error: str | None = None
     outage_since: float | None = None  # during an outage: the wall-clock time (epoch s) its last data arrived
@@ -373,7 +373,7 @@ class SegmentReader:
                     container.close()
                 except Exception:  # closing a broken network container can fail; nothing to recover
                     pass
-            done = self._stop.is_set() or reached
+            done = self._stop.is_set() or reached or (self.duration_s is not None and seg.last_time >= self.duration_s)
             for s in seg.flush(final=done):
                 self._emit(s)
             if done:
