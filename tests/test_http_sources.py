@@ -11,7 +11,7 @@ import pytest
 from pipelines.media.ingest import SegmentReader
 from pipelines.media.sources import SourceKind, parse_source
 from tests.helpers.ts_parts import ts_parts
-from tests.helpers.web import QuietHandler, serve, serve_files
+from tests.helpers.web import QuietHandler, serve_files, served_url
 
 
 @pytest.fixture(scope="module")
@@ -126,9 +126,8 @@ class MjpegCamera(QuietHandler):
 
 @pytest.fixture
 def mjpeg_camera():
-    server = serve("127.0.0.1", MjpegCamera)
-    yield f"http://127.0.0.1:{server.server_address[1]}/video.mjpg"
-    server.shutdown()
+    with served_url(MjpegCamera, "/video.mjpg") as url:
+        yield url
 
 
 def test_an_http_camera_is_live_and_timed_as_its_pictures_arrive(mjpeg_camera, http_root):

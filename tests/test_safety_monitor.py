@@ -10,7 +10,7 @@ from models.safety.knowledge import load_rules
 from models.safety.logparse import Segment, parse_log
 from models.safety.monitor import Alert
 from models.safety.retrieval import RuleRetriever
-from tests.helpers.web import QuietHandler, serve
+from tests.helpers.web import QuietHandler, serve, served_url
 from training.safety.cli import KEYS, eval_main
 from training.safety.replay import replay
 
@@ -194,9 +194,8 @@ class _Judge(QuietHandler):
 
 @pytest.fixture
 def judge_url():
-    server = serve("127.0.0.1", _Judge)
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+    with served_url(_Judge, "/v1") as url:
+        yield url
 
 
 def test_judge_confirms_rejects_and_falls_back(retriever, judge_url):

@@ -7,6 +7,8 @@ import functools
 import http.server
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -52,3 +54,13 @@ def serve(address: str, handler: type[http.server.BaseHTTPRequestHandler] | func
 def serve_files(root: Path | str, port: int = 0) -> QuietServer:
     """The files under `root` over HTTP on 127.0.0.1."""
     return serve("127.0.0.1", functools.partial(QuietFiles, directory=str(root)), port)
+
+
+@contextmanager
+def served_url(handler: type[http.server.BaseHTTPRequestHandler], path: str) -> Iterator[str]:
+    """`handler` on a loopback server for the block: the URL of `path` on it."""
+    server = serve("127.0.0.1", handler)
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}{path}"
+    finally:
+        server.shutdown()
