@@ -40,15 +40,18 @@ class Segmenter:
         self._audio_filled = np.zeros(0, dtype=bool)
         self._video_watermark = -math.inf
         self._audio_watermark = -math.inf
+        self._origin: float | None = None  # the first item's time since the streams were (re)set
         self.last_time = 0.0
 
     def reset_streams(self, has_video: bool, has_audio: bool) -> None:
         """Called after a reconnect: the new connection may carry different streams."""
         self.has_video, self.has_audio = has_video, has_audio
         self._video_watermark = self._audio_watermark = -math.inf
+        self._origin = None
 
     def push(self, item: VideoSample | AudioChunk) -> Iterator[Segment]:
         t = item.time + self.offset
+        self._origin = t if self._origin is None else self._origin
         if isinstance(item, VideoSample):
             k = int(math.floor(t + 1e-9))
             if k >= self.next_index and item.rgb is None:  # the clock moves on; the frame was not decoded
@@ -82,8 +85,11 @@ class Segmenter:
         camera that declares a sound track and sends none, a sound track shorter than the picture): the seconds go
         on without it, its part of them empty (late data for them is dropped). Before, they were held until it
         came back: a live stream gave nothing, and a file held every frame in memory until its end."""
-        marks = [max(mark, self.next_index) for mark, present in ((self._video_watermark, self.has_video),
-                                                                  (self._audio_watermark, self.has_audio)) if present]
+        if self._origin is None:
+            return -math.inf
+        # a stream not heard from yet counts from the first item: one that starts late is waited for `STALL_S`
+        marks = [max(mark, self._origin) for mark, present in ((self._video_watermark, self.has_video),
+                                                               (self._audio_watermark, self.has_audio)) if present]
         if not marks:
             return -math.inf
         return min(mark for mark in marks if mark >= max(marks) - self.STALL_S)
