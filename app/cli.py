@@ -60,12 +60,14 @@ def cmd_analyze(args) -> int:
     from pipelines.media.preflight import check_source
     from pipelines.media.sources import SourceKind, parse_source, settle_live
 
-    spec = settle_live(parse_source(args.source, args.rtsp_transport), None)  # an HTTP camera is live
+    spec = parse_source(args.source, args.rtsp_transport)
+    check_source(spec, network=not args.retry)
+    spec = settle_live(spec, None)  # an HTTP camera is live
     detect = parse_detect_source(args.detect_source, spec, args.rtsp_transport)
     if args.record and (spec.kind is SourceKind.FILE or not spec.live):
         raise BadInput("--record needs a live source (a camera URL or device); a file is its own recording")
-    for checked in (spec, detect) if detect is not None else (spec,):
-        check_source(checked, network=not args.retry)
+    if detect is not None:
+        check_source(detect, network=not args.retry)
     if spec.kind is SourceKind.FILE and not spec.live:  # the same cap as `serve --max-duration`, from the header
         from app.services.uploads import media_within
 

@@ -16,7 +16,7 @@ import socket
 from urllib.parse import urlsplit
 
 from models.errors import BadInput
-from pipelines.media.sources import SourceKind, SourceSpec, media_streams, open_container
+from pipelines.media.sources import CAMERA_FORMATS, SourceKind, SourceSpec, media_streams, open_container
 
 DEFAULT_PORTS = {"rtsp": 554, "rtsps": 322, "http": 80, "https": 443}
 CONNECT_TIMEOUT_S = 2.5  # a refused or unreachable URL must fail within 3 s
@@ -75,14 +75,16 @@ def probe(spec: SourceSpec, timeout_s: float = 10.0) -> None:
     """Open `spec` and decode until one audio or video frame comes out; BadInput with the reason if none does."""
     import av
 
-    container = open_container(spec, timeout_s, timeout_s)
+    container = open_container(spec, timeout_s, timeout_s, camera_clock=False)
     try:
         streams = [s for s in media_streams(container) if s is not None]
         if not streams:
             raise BadInput(f"{spec.name}: no video or audio stream in the source")
+        # an HTTP camera's endless stream, read in real time: one picture that decodes shows it is readable
+        enough = 1 if container.format.name in CAMERA_FORMATS else GOOD_ENOUGH
         error, good, bad = None, 0, 0
         for n, packet in enumerate(container.demux(streams)):
-            if n >= PROBE_PACKETS or good >= GOOD_ENOUGH:
+            if n >= PROBE_PACKETS or good >= enough:
                 break
             try:
                 good += bool(packet.decode())

@@ -100,8 +100,11 @@ def parse_source(uri: str, rtsp_transport: str = "tcp", live: bool | None = None
     return SourceSpec(str(path), SourceKind.FILE, False if live is None else live)
 
 
-def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_s: float = 10.0):
-    """Open `spec` with PyAV, turning every FFmpeg/OS failure into a one-line BadInput."""
+def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_s: float = 10.0,
+                   camera_clock: bool = True):
+    """Open `spec` with PyAV, turning every FFmpeg/OS failure into a one-line BadInput. A camera's stream
+    (`CAMERA_FORMATS`) is opened again on the wall clock, unless `camera_clock` is False (a look at what the
+    source is, or whether a picture decodes: no times read)."""
     options = dict(spec.options)
     if spec.kind is SourceKind.RTSP:
         # FFmpeg's RTSP demuxer takes its socket timeout in microseconds.
@@ -125,7 +128,7 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
     try:
         container = av.open(uri, mode="r", format=spec.format, options=options,
                             timeout=(open_timeout_s, read_timeout_s), io_open=io_open)
-        if container.format.name in CAMERA_FORMATS and "use_wallclock_as_timestamps" not in options:
+        if camera_clock and container.format.name in CAMERA_FORMATS and "use_wallclock_as_timestamps" not in options:
             # its pictures carry no times (FFmpeg numbers them at 25 a second, whatever the camera sends):
             # opened again, each is timed as it arrives, as Frigate and players time such a camera
             container.close()
@@ -145,11 +148,12 @@ def open_container(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_
 def settle_live(spec: SourceSpec, live: bool | None, open_timeout_s: float = 10.0) -> SourceSpec:
     """A plain HTTP URL whose liveness was not given (`live` None) is live when it serves a camera's endless
     stream (`CAMERA_FORMATS`: an IP camera's, a webcam server's multipart JPEG), not a download: opened once
-    to see which. Before, such a camera was read as a file: no reconnects, no recording, no latency budget."""
+    to see which (after the preflight check, so an unreachable URL still fails in its 2.5 s). Before, such a
+    camera was read as a file: no reconnects, no recording, no latency budget."""
     if live is not None or spec.kind is not SourceKind.HTTP:
         return spec
     try:
-        container = open_container(spec, open_timeout_s, open_timeout_s)
+        container = open_container(spec, open_timeout_s, open_timeout_s, camera_clock=False)
     except BadInput:
         return spec  # the preflight check or the reader says why
     try:

@@ -48,12 +48,14 @@ class Pipeline:
         from pipelines.spine.runtime import ensure_ray
 
         self.options = options = options or AnalyzeOptions()
-        self.spec: SourceSpec = settle_live(parse_source(source, options.rtsp_transport, options.live,
-                                                         options.source_policy), options.live, options.open_timeout_s)
-        detect = parse_detect_source(options.detect_source, self.spec, options.rtsp_transport, options.source_policy)
+        spec = parse_source(source, options.rtsp_transport, options.live, options.source_policy)
+        network = not options.reconnect.retry_before_data
         if not source_checked:  # fail fast on bad input, before Ray and models
-            for spec in (self.spec, detect) if detect is not None else (self.spec,):
-                check_source(spec, options.open_timeout_s, network=not options.reconnect.retry_before_data)
+            check_source(spec, options.open_timeout_s, network=network)
+        self.spec: SourceSpec = settle_live(spec, options.live, options.open_timeout_s)
+        detect = parse_detect_source(options.detect_source, self.spec, options.rtsp_transport, options.source_policy)
+        if not source_checked and detect is not None:
+            check_source(detect, options.open_timeout_s, network=network)
         if options.grounding.enabled:
             checkpoint_path(options.grounding.checkpoint)
         prefm_checkpoint(options.stages)  # a PreFM checkpoint asked for but missing: say so before starting
