@@ -156,22 +156,42 @@ def test_valid_header_over_garbage_is_refused_before_the_stack_starts(tmp_path, 
     assert_clean_failure(proc, "mostly undecodable")
 
 
+
+def _vbr_mp3(path):
+    """20 s of MP3 (a tone, then noise) without a Xing header: FFmpeg estimates 30-32 s from the first frame."""
+    import shutil
+    import subprocess
+
+    if shutil.which("ffmpeg") is None:
+        pytest.fail("ffmpeg is required (scripts/bootstrap.sh installs it)")
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=f=440:d=10", "-f", "lavfi", "-i",
+                    "anoisesrc=d=10:a=0.5", "-filter_complex", "[0][1]concat=n=2:v=0:a=1", "-c:a", "libmp3lame",
+                    "-q:a", "2", "-write_xing", "0", str(path)], check=True, capture_output=True)
+    return path
+
 def test_an_estimated_duration_becomes_what_the_file_held(tmp_path):
     """A VBR MP3 without a Xing header has its duration estimated from its first frame's bitrate: 10 s of a tone
     then 10 s of noise was called 31.7 s, the summary called the analysis incomplete and the real-time factor was
     off by half. Read to its end, the result gives the 20 s it held, and no warning."""
-    import shutil
-    import subprocess
-
     from pipelines import AnalyzeOptions, StageConfig, analyze_inline
 
-    if shutil.which("ffmpeg") is None:
-        pytest.fail("ffmpeg is required (scripts/bootstrap.sh installs it)")
-    path = tmp_path / "vbr.mp3"
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=f=440:d=10", "-f", "lavfi", "-i",
-                    "anoisesrc=d=10:a=0.5", "-filter_complex", "[0][1]concat=n=2:v=0:a=1", "-c:a", "libmp3lame",
-                    "-q:a", "2", "-write_xing", "0", str(path)], check=True, capture_output=True)
+    path = _vbr_mp3(tmp_path / "vbr.mp3")
     result = analyze_inline(str(path), AnalyzeOptions(stages=StageConfig(asr=False, safety=False)))
     assert abs(result["duration_s"] - 20.0) < 0.2 and len(result["seconds"]) == 20, result["duration_s"]
     text = render_summary(result)
     assert result["ingest"]["warnings"] == [] and "incomplete" not in text and "warning" not in text, text
+
+
+def test_a_limit_is_checked_against_what_an_estimated_file_holds(tmp_path):
+    """The duration cap (`--max-duration`, the API's and batch's) refused that MP3 under a 25-s limit: "the clip
+    declares 30 s". An estimated duration past the limit is measured from the packets first; a declared one (MP4)
+    is refused as it declares."""
+    from app.services.uploads import media_within
+    from models.errors import BadInput
+
+    path = _vbr_mp3(tmp_path / "vbr.mp3")
+    assert abs(media_within(path, 25.0).duration_s - 20.0) < 0.2
+    with pytest.raises(BadInput, match="runs longer than 15 s; the limit is --max-duration 15 s"):
+        media_within(path, 15.0, "--max-duration")
+    proc = run_cli("analyze", str(path), "--max-duration", "25", "--no-asr", "--no-safety", "-q", timeout=120)
+    assert proc.returncode == 0, proc.stderr

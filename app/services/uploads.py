@@ -90,13 +90,24 @@ def media_info(path: Path) -> StreamInfo:
 
 
 def media_within(path: Path, max_duration_s: float, flag: str = "") -> StreamInfo:
-    """`media_info`, refused (BadInput) when the container declares more than `max_duration_s` seconds: the cap
-    the API, the dashboard, `analyze` and `batch` share (`flag`, e.g. "--max-duration", names it in the reason)."""
+    """`media_info`, refused (BadInput) when the file holds more than `max_duration_s` seconds (as its header
+    declares, or its packets hold where FFmpeg only estimated the duration): the cap the API, the dashboard,
+    `analyze` and `batch` share (`flag`, e.g. "--max-duration", names it in the reason)."""
     info = media_info(path)
-    if info.duration_s is not None and info.duration_s > max_duration_s:
-        raise BadInput(f"{path.name}: the clip declares {info.duration_s:.0f} s; the limit is "
-                       f"{flag + ' ' if flag else ''}{max_duration_s:g} s")
-    return info
+    if info.duration_s is None or info.duration_s <= max_duration_s:
+        return info
+    limit = f"the limit is {flag + ' ' if flag else ''}{max_duration_s:g} s"
+    container = open_container(parse_source(str(path)))
+    try:  # an estimate (a VBR MP3's was 1.5 times its length) is measured from the packets before it refuses
+        decoder = MediaDecoder(container)
+        held = decoder.held_length(max_duration_s) if decoder.estimated() else None
+    finally:
+        container.close()
+    if held is None:
+        raise BadInput(f"{path.name}: the clip declares {info.duration_s:.0f} s; {limit}")
+    if held > max_duration_s:
+        raise BadInput(f"{path.name}: the clip runs longer than {max_duration_s:g} s; {limit}")
+    return replace(info, duration_s=round(held, 3))
 
 
 def capped(options: AnalyzeOptions | None, max_duration_s: float) -> AnalyzeOptions:

@@ -204,13 +204,31 @@ class MediaDecoder:
             return None
         start = self.container.start_time / av.time_base if self.container.start_time is not None else 0.0
         held = self._end - start
-        if not set(self.container.format.name.split(",")) & self.DECLARED:
+        if self.estimated():
             if abs(held - info.duration_s) > self.SHORT_S:
                 info.duration_s = round(held, 3)
             return None
         if held >= info.duration_s - self.SHORT_S:
             return None
         return f"the file ends at {held:.1f} s, short of the {info.duration_s:.1f} s its header declares (cut short?)"
+
+    def estimated(self) -> bool:
+        """Whether FFmpeg estimated the duration (from the bitrate or the last timestamp) rather than read it from a
+        header: the formats outside `DECLARED`."""
+        return not set((self.container.format.name or "").split(",")) & self.DECLARED
+
+    def held_length(self, beyond_s: float) -> float:
+        """How many seconds the packets hold, read without decoding (through the clock, as the analysis reads
+        them); the count stops once it passes `beyond_s`. For a limit checked against an estimated duration."""
+        start = self.container.start_time / av.time_base if self.container.start_time is not None else 0.0
+        end = start
+        for packet in self.container.demux([s for s in (self.video, self.audio) if s is not None]):
+            self.clock.mend(packet)
+            if packet.pts is not None and packet.time_base is not None:
+                end = max(end, float((packet.pts + (packet.duration or 0)) * packet.time_base))
+                if end - start > beyond_s:
+                    break
+        return end - start
 
     def _rel(self, t: float | None) -> float | None:
         if t is None:
