@@ -113,3 +113,24 @@ def test_a_person_standing_still_waits_for_moving_but_one_lying_does_not():
     tracks = _run(_boxes_stage(StageConfig.track_moved), people)[0]
     assert len(tracks) == 2 and len(lying(tracks)) == 1 and lying(tracks)[0]["start"] == 0.0
     assert len(_run(_boxes_stage(StageConfig.track_moved, "--track-still-people"), people)[0]) == 3
+
+
+def test_a_camera_that_changes_its_resolution_keeps_its_tracks():
+    """A camera switched to another profile mid-stream sends a picture twice the size: the detector's pixel boxes
+    double. The tracker followed them in pixels, so the walker's box leapt and it became a second track; it now
+    follows boxes in the first frame's pixels, and the walker stays one track on the same 0-1 path (before, only
+    the linker of lost tracks, `--track-relink-s`, could give the new track the old one's id)."""
+    from pipelines.stages.record import Second
+
+    stage = _boxes_stage(0.0, "--track-relink-s", "0")  # not found again by the linker of lost tracks either
+    for s in range(6):
+        scale = 1 if s < 3 else 2
+        frames = [{"t": s + k / 4, "size": [640 * scale, 480 * scale],
+                   "detections": [{**d, "box": [v * scale for v in d["box"]]} for d in _walker(s + k / 4, ("person", 0.8, 0))]}
+                  for k in range(4)]
+        stage.process(Second(index=s, start=s, end=s + 1), {"frames": frames})
+    (track,) = stage.finish(Second.closing()).tracks
+    assert track["start"] == 0.0 and track["end"] == 5.75
+    at = {p[0]: p[1:] for p in track["path"]}
+    for t in (2.75, 3.0):  # either side of the change: where the walker was, in 0-1
+        assert at[t] == pytest.approx([(40 + 60 * t) / 640, 0.5, (160 + 60 * t) / 640, 0.75], abs=1e-4)

@@ -52,6 +52,7 @@ class TrackStage:
         self._recent: deque[tuple[dict, list]] = deque(maxlen=1 + round(c.track_buffer_s * tracker_fps(c)))
         self._counter = LineCounter(self.config.track_line_hits, self.config.track_line_margin)
         self._relink = Relinker(c.track_relink_s, c.track_relink_reach)
+        self._canvas: tuple[float, float] | None = None  # the first frame's size: the tracker's coordinates
         self.tracker = None
         if c.track:
             self.tracker = make_tracker(c)
@@ -168,10 +169,13 @@ class TrackStage:
         box). A track that gets its id now is given its earlier boxes too (`_backtrack`)."""
         import supervision as sv
 
-        w, h = frame["size"]
+        # The tracker follows boxes in the first frame's pixels, so a camera that changes its resolution mid-stream
+        # (a new profile, a sub-stream's) keeps its tracks; the boxes leave it in the picture's 0-1 coordinates.
+        w, h = self._canvas = self._canvas or tuple(frame["size"])
+        sx, sy = w / frame["size"][0], h / frame["size"][1]
         floor, classes = self._floor(), self.config.track_classes
         dets = [d for d in frame["detections"] if d["score"] >= floor and (not classes or d["label"] in classes)]
-        xyxy = np.array([d["box"] for d in dets], np.float32).reshape(-1, 4)
+        xyxy = np.array([d["box"] for d in dets], np.float32).reshape(-1, 4) * np.float32([sx, sy, sx, sy])
         # class_id: people apart from everything else, for the overlap rule below (the trackers ignore it)
         detections = sv.Detections(xyxy=xyxy, confidence=np.array([d["score"] for d in dets], np.float32),
                                    class_id=np.array([d["label"] == "person" for d in dets], int),
