@@ -14,6 +14,7 @@ from app.validate import (
     check_writable_dir,
     checkpoint_file,
     nonnegative_float,
+    path_arg,
     positive_float,
     positive_int,
 )
@@ -212,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("analyze", help="analyze a file, device (/dev/video0) or stream URL (rtsp://, http(s)://, HLS)")
     p.add_argument("source")
-    p.add_argument("--out", help="write the result JSON here")
+    p.add_argument("--out", type=path_arg, help="write the result JSON here")
     p.add_argument("--query", action="append", metavar="TEXT",
                    help="find the moments matching TEXT (repeatable); fills `moments`")
     p.add_argument("--watch", action="append", metavar="TEXT",
@@ -250,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("batch", help="analyze every media file under a folder, in parallel, resumably")
     p.add_argument("folder")
-    p.add_argument("--out", required=True, help="output folder (JSON, WebVTT, results.jsonl, summary.md, foresight.db)")
+    p.add_argument("--out", required=True, type=path_arg, help="output folder (JSON, WebVTT, results.jsonl, summary.md, foresight.db)")
     p.add_argument("--parallel", type=positive_int, help="files at once (default: the Ray cluster's CPUs)")
     p.add_argument("--max-duration", type=positive_float, default=3600.0, metavar="SECONDS",
                    help="report a file whose container declares a longer duration as failed (default 3600)")

@@ -113,6 +113,13 @@ def readable_file(text: str) -> str:
     return text
 
 
+def path_arg(text: str) -> str:
+    """A path that names something: an empty one would be the current folder."""
+    if not str(text).strip():
+        raise argparse.ArgumentTypeError("is empty (name a file or folder)")
+    return str(text)
+
+
 def checkpoint_file(text: str) -> str:
     """A readable torch checkpoint (the zip format `torch.save` writes), checked by its first bytes only."""
     readable_file(text)
