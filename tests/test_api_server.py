@@ -121,8 +121,9 @@ def test_bad_uploads_get_4xx_with_a_reason(server, tmp_path, demo_clip):
             "text as video": (upload(c, text, name="notes.mp4"), 422, "not a readable media file"),
             "wrong content type": (upload(c, text, ctype="text/plain"), 415, "content type text/plain"),
             "too large": (upload(c, big), 413, "larger than the limit"),
-            "no file part": (c.post("/v1/analyze", data={"query": "x"}, files={"other": ("a", b"1")}), 422,
-                             "missing the multipart file part"),
+            "the file in another part": (c.post("/v1/analyze", data={"query": "x"}, files={"other": ("a", b"1")}),
+                                         422, "send the clip as the multipart part 'file'"),
+            "no file part": (c.post("/v1/analyze", files={"query": (None, "x")}), 422, "missing the multipart file part"),
             "not multipart": (c.post("/v1/analyze", content=b"abc", headers={"content-type": "video/mp4"}), 415,
                               "multipart/form-data"),
         }

@@ -174,10 +174,12 @@ def test_stream_zones_are_checked_by_the_api(tmp_path):
         with server.client() as c:
             for body, reason in (({"zones": ["door=0,0 1,1"]}, "at least 3 points"),
                                  ({"lines": ["a=0,0,2,1"]}, "normalised to 0-1"),
-                                 ({"zones": ["a=0,0 1,0 1,1"], "lines": ["a=0,0,1,1"]}, "used twice")):
+                                 ({"zones": ["a=0,0 1,0 1,1"], "lines": ["a=0,0,1,1"]}, "used twice"),
+                                 ({"zones": ["t0ken=0,0 0.5,1.5 0.9,0.1"]}, "zones[0]: coordinates are normalised")):
                 r = c.post("/v1/streams", json={"source": "rtsp://localhost:9/x", **body})
                 assert r.status_code == 422, r.text
                 assert reason in r.json()["detail"] and "\n" not in r.json()["detail"]
+                assert not any(part in r.json()["detail"] for part in ("t0ken", "1.5", "a=")), r.json()  # no echo
     finally:
         server.stop()
 

@@ -57,6 +57,8 @@ class BodyLimits:
             if path in self.upload_paths:
                 return await self.app(scope, receive, send)
             return await _send_problem(send, 415, "this route takes application/json, not multipart")
+        if path in self.upload_paths:  # refused before any of it is read, whatever its size
+            return await _send_problem(send, 415, "send the clip as multipart/form-data with a 'file' part")
         length = headers.get(b"content-length", b"")
         too_large = f"request body is larger than {self.max_bytes} bytes"
         if length.isdigit() and int(length) > self.max_bytes:

@@ -11,7 +11,7 @@ import logging
 import os
 from pathlib import Path
 
-from python_multipart.exceptions import MultipartParseError
+from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
@@ -39,11 +39,16 @@ class _FormReader:
         self._buf = bytearray()
         self._fh = None
         self._field_bytes = 0
+        self.ended = False  # the closing boundary came: a body cut short is not taken for a short clip
 
     def callbacks(self) -> dict:
         return {"on_part_begin": self._part_begin, "on_header_field": self._header_field,
                 "on_header_value": self._header_value, "on_header_end": self._header_end,
-                "on_headers_finished": self._headers_done, "on_part_data": self._data, "on_part_end": self._part_end}
+                "on_headers_finished": self._headers_done, "on_part_data": self._data, "on_part_end": self._part_end,
+                "on_end": self._end}
+
+    def _end(self) -> None:
+        self.ended = True
 
     def _part_begin(self) -> None:
         self._headers, self._name, self._buf = {}, None, bytearray()
@@ -70,6 +75,9 @@ class _FormReader:
             path = self.dest_dir / filename
             self.upload = Upload(path, filename, ctype.decode("latin-1").lower(), 0)
             self._fh = os.fdopen(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb")
+        elif b"filename" in params:  # a file in another part would be read into memory as a text field
+            raise UploadRejected(422, f"send the clip as the multipart part '{self.file_field}' (a file came in "
+                                      "another part)")
 
     def _data(self, data: bytes, start: int, end: int) -> None:
         if self._fh is not None:
@@ -88,7 +96,10 @@ class _FormReader:
             self._fh.close()
             self._fh = None
         elif self._name:
-            self.fields.setdefault(self._name, []).append(self._buf.decode("utf-8", "replace"))
+            try:
+                self.fields.setdefault(self._name, []).append(self._buf.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise UploadRejected(422, "form fields must be UTF-8 text") from None
 
     def close(self) -> None:
         if self._fh is not None:
@@ -108,22 +119,28 @@ async def receive_upload(request: Request, dest_dir: Path, max_bytes: int, allow
     if length is not None and length.isascii() and length.isdigit() and int(length) > max_bytes + FORM_SLACK:
         raise UploadRejected(413, f"upload is larger than the limit of {max_bytes} bytes")
     reader = _FormReader(dest_dir, file_field, max_bytes)
-    parser = MultipartParser(params[b"boundary"], reader.callbacks())
     chunks = request.stream().__aiter__()
+    received = 0
     try:
+        parser = MultipartParser(params[b"boundary"], reader.callbacks())
         while True:
             try:
                 chunk = await asyncio.wait_for(chunks.__anext__(), timeout_s)
             except StopAsyncIteration:
                 break
+            received += len(chunk)  # the whole body, framing and anything after the closing boundary included
+            if received > max_bytes + FORM_SLACK:
+                raise UploadRejected(413, f"upload is larger than the limit of {max_bytes} bytes")
             parser.write(chunk)
         parser.finalize()
+        if not reader.ended:
+            raise UploadRejected(400, "the multipart body ended before its closing boundary (an upload cut short)")
     except TimeoutError:
         raise UploadRejected(408, f"upload stalled: no data for {timeout_s:g} s") from None
     except ClientDisconnect:
         log.info("client disconnected during an upload")
         raise UploadRejected(400, "client disconnected during the upload") from None
-    except MultipartParseError as exc:
+    except FormParserError as exc:  # a malformed part, or a boundary over 256 bytes
         raise UploadRejected(400, f"malformed multipart body ({' '.join(str(exc).split())[:120]})") from None
     finally:
         reader.close()

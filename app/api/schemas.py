@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 
-def _text(value: str) -> str:
+def checked_text(value: str) -> str:
     """Refuse what no sane client sends and what breaks encoders later: lone surrogates and control characters."""
     try:
         value.encode("utf-8")
@@ -25,8 +25,8 @@ def _words(value: str) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(_text)]
-Watch = Annotated[str, AfterValidator(_text), AfterValidator(_words), Field(min_length=1, max_length=200)]
+Text = Annotated[str, AfterValidator(checked_text)]
+Watch = Annotated[str, AfterValidator(checked_text), AfterValidator(_words), Field(min_length=1, max_length=200)]
 JobStatusName = Literal["queued", "running", "done", "stopped", "failed"]  # stopped: a live stream stopped by its user
 StreamStatusName = Literal["starting", "running", "reconnecting", "ended", "stopped", "failed"]
 
@@ -169,7 +169,7 @@ def _checked_layout(body):
     from models.zones import parse_layout
 
     try:
-        parse_layout(body.zones, body.lines)
+        parse_layout(body.zones, body.lines, echo=False)
     except BadInput as exc:
         raise ValueError(str(exc)) from None
     return body

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.api.context import Services, require_api_key, services
 from app.api.multipart import receive_upload
-from app.api.schemas import AnalysisResult, JobCreated, JobStatus, Problem
+from app.api.schemas import AnalysisResult, JobCreated, JobStatus, Problem, checked_text
 from app.services.jobs import QueueFull
 from app.services.model_choice import MODELS, check_models
 from app.services.recordings import clip_for_job
@@ -73,10 +73,15 @@ async def analyze(request: Request, svc: Services = Depends(services)):
         upload = await receive_upload(request, folder, settings.max_upload_bytes, settings.allowed_content_types,
                                       timeout_s=settings.body_timeout_s)
         models = _models(upload.fields)
-        await run_in_threadpool(check_media, upload.path, settings.max_duration_s)
         queries = [q.strip() for q in upload.fields.get("query", []) if q.strip()]
         if len(queries) > 20:
             raise UploadRejected(422, "at most 20 queries per clip")
+        for query in queries:  # as the JSON routes check their text
+            try:
+                checked_text(query)
+            except ValueError as exc:
+                raise UploadRejected(422, f"query: {exc}") from None
+        await run_in_threadpool(check_media, upload.path, settings.max_duration_s)
         svc.jobs.submit(job_id, upload.path, upload.filename, queries, models)
     except UploadRejected as exc:
         shutil.rmtree(folder, ignore_errors=True)
