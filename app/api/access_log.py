@@ -4,8 +4,21 @@ sent as `?api_key=` (or a source URL with a password in a query) would be writte
 from __future__ import annotations
 
 import logging
+from urllib.parse import unquote_plus
 
 from pipelines.media.redact import redact
+
+
+def redacted(text: str) -> str:
+    """`text` redacted, and read percent-decoded where that shows a credential: clients encode query values
+    (`?source=rtsp%3A%2F%2Fadmin%3Apw%40cam`), which hides the URL's form from `redact`."""
+    plain = redact(text)
+    if "%" in text:
+        decoded = unquote_plus(text)
+        masked = redact(decoded)
+        if masked != decoded:
+            return masked
+    return plain
 
 
 class RedactingFilter(logging.Filter):
@@ -13,9 +26,9 @@ class RedactingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+            record.args = tuple(redacted(a) if isinstance(a, str) else a for a in record.args)
         elif isinstance(record.msg, str):
-            record.msg = redact(record.msg)
+            record.msg = redacted(record.msg)
         return True
 
 
