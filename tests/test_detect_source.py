@@ -202,11 +202,21 @@ def test_the_api_takes_detect_source_and_refuses_bad_ones(tmp_path):
             assert r.status_code == 202, r.text
             assert r.json()["detect_source"].startswith("rtsp://") and "secret" not in r.text
             assert c.delete(f"/v1/streams/{r.json()['id']}").status_code == 200
-            same = c.post("/v1/streams", json={"source": cam, "detect_source": cam})
-            assert same.status_code == 422 and "main source itself" in same.json()["detail"], same.text
+            for again in (cam, cam.replace("rtsp://", "RTSP://")):  # as written, or its scheme's case changed
+                same = c.post("/v1/streams", json={"source": cam, "detect_source": again})
+                assert same.status_code == 422 and "main source itself" in same.json()["detail"], (again, same.text)
             for bad in ("rtsp://192.0.2.1/sub", "/etc/passwd", "file:///etc/passwd"):  # outside the policy
                 r = c.post("/v1/streams", json={"source": cam, "detect_source": bad})
                 assert r.status_code == 400, (bad, r.text)
             assert c.get("/v1/streams").json() == []
     finally:
         server.stop()
+
+
+def test_the_same_camera_written_another_way_is_the_same_source():
+    from pipelines.media.detect_source import same_source
+
+    assert same_source("rtsp://Cam.local/live", "RTSP://cam.local:554/live")
+    assert same_source("http://u:p@cam/x?a=1", "HTTP://u:p@CAM:80/x?a=1")
+    assert not same_source("rtsp://cam/live", "rtsp://cam/sub") and not same_source("rtsp://u:p@cam/a", "rtsp://cam/a")
+    assert not same_source("rtsp://cam:8554/live", "rtsp://cam/live")

@@ -141,7 +141,9 @@ class StreamCreate(BaseModel):
 
     @model_validator(mode="after")
     def _layout(self) -> StreamCreate:
-        if self.detect_source is not None and self.detect_source.strip() == self.source.strip():
+        from pipelines.media.detect_source import same_source
+
+        if self.detect_source is not None and same_source(self.detect_source, self.source):
             raise ValueError("detect_source is the main source itself; give the camera's low-resolution sub-stream")
         return _checked_models(_checked_layout(self))
 

@@ -29,6 +29,25 @@ from pipelines.media.recorder import RecordConfig, Recorder
 from pipelines.media.redact import redact
 from pipelines.media.sources import SourceKind, SourceSpec, media_streams, open_container, parse_source
 
+DEFAULT_PORTS = {"rtsp": 554, "rtsps": 322, "http": 80, "https": 443, "rtmp": 1935}
+
+
+def same_source(a: str, b: str) -> bool:
+    """Whether two URLs name the same stream as a client would reach it: scheme and host in any case, a default
+    port written out or left out (`RTSP://Cam:554/live` is `rtsp://cam/live`)."""
+    from urllib.parse import urlsplit
+
+    def key(url: str) -> tuple:
+        p = urlsplit(url.strip())
+        scheme = p.scheme.lower()
+        try:
+            port = p.port or DEFAULT_PORTS.get(scheme)
+        except ValueError:  # a port that is no number: only the text can say
+            return (url.strip(),)
+        return scheme, p.username, p.password, (p.hostname or "").lower(), port, p.path or "/", p.query
+
+    return key(a) == key(b)
+
 
 def parse_detect_source(uri: str | None, main: SourceSpec, rtsp_transport: str = "tcp",
                         guard: SourcePolicy | None = None, what: str = "--detect-source") -> SourceSpec | None:
@@ -39,7 +58,7 @@ def parse_detect_source(uri: str | None, main: SourceSpec, rtsp_transport: str =
         return None
     if main.kind is SourceKind.FILE or not main.live:
         raise BadInput(f"{what} needs a live main source (a camera URL or device), not a file")
-    if uri.strip() == main.uri.strip():
+    if same_source(uri, main.uri):
         raise BadInput(f"{what} is the main source itself; give the camera's low-resolution sub-stream")
     try:
         spec = parse_source(uri, rtsp_transport, True, guard)
