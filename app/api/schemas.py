@@ -5,7 +5,8 @@ from __future__ import annotations
 import unicodedata
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 
 def checked_text(value: str) -> str:
@@ -215,11 +216,19 @@ class StreamInfo(BaseModel):
                                       "`source` is recorded")
 
 
+def _some_jobs(value: object) -> object:
+    """`[]` would read as "every job" to some and "no job" to others: refused, saying what to send instead."""
+    if isinstance(value, list) and not value:
+        raise PydanticCustomError("empty_job_ids", "an empty list matches no job; leave it out to search every job")
+    return value
+
+
 class SearchRequest(BaseModel):
     query: Annotated[Text, AfterValidator(_words)] = Field(min_length=1, max_length=1000, pattern=r"[^\s\x00-\x1f\x7f]")
     top_k: int = Field(5, ge=1, le=100)
-    job_ids: list[Annotated[Text, Field(max_length=200)]] | None = Field(
-        None, max_length=1000, description="restrict to these jobs (default: all)")
+    job_ids: Annotated[list[Annotated[Text, Field(max_length=200)]] | None, BeforeValidator(_some_jobs)] = Field(
+        None, min_length=1, max_length=1000, description="restrict to these jobs, matched exactly (default: all; "
+        "an empty list is a 422)")
 
 
 class SearchHit(BaseModel):

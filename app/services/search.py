@@ -89,13 +89,14 @@ class SearchService:
             self.index = GroundingIndex(store, Grounder.from_pretrained(grounder_checkpoint))
 
     def search(self, query: str, top_k: int = 5, job_ids: list[str] | None = None) -> dict:
+        """Text-match hits, plus the grounder's over the indexed sources; `job_ids` (None: every job) restricts
+        both to those jobs, matched exactly, so an unknown id matches nothing."""
         hits = [{**h, "method": "text-match"}
                 for h in self.matcher.rank(query, candidates_from_store(self.store, job_ids), top_k)]
         methods = ["text-match"]
         sources = self.index.source_ids() if self.index is not None else []
-        if job_ids is not None:  # API jobs index their clip as "<name>#<first 8 characters of the job id>"
-            wanted = {j[:8] for j in job_ids}
-            sources = [s for s in sources if s.rsplit("#", 1)[-1] in wanted]
+        if job_ids is not None:
+            sources = indexed_sources_of(self.store, job_ids, sources)
         if sources:
             methods.append("trisense")
             grounded = self.index.search(query, top_k, source_ids=sources)
@@ -105,12 +106,24 @@ class SearchService:
                 grounded = [h for h in grounded if h.moment.score >= threshold]
             verdict = {"found": bool(grounded), "best_score": round(float(best), 4),
                        "threshold": None if threshold is None else round(float(threshold), 4)}
+            owners = self.store.grounding_owners(h.source_id for h in grounded)
             for hit in grounded:
                 d = hit.to_dict()
-                job = next((j for j in job_ids or [] if d["source_id"].endswith("#" + j[:8])), None)
-                hits.append({"job_id": job, "source": d["source_id"], "text": None, "kind": "grounded",
-                             "start": d["start"], "end": d["end"], "score": d["score"],
+                hits.append({"job_id": owners.get(d["source_id"]), "source": d["source_id"], "text": None,
+                             "kind": "grounded", "start": d["start"], "end": d["end"], "score": d["score"],
                              "modality_weights": d["modality_weights"], "method": "trisense"})
             hits = sorted(hits, key=lambda h: -h["score"])[:top_k]
             return {"query": query.strip(), "method": "+".join(methods), "moments": hits, "trisense": verdict}
         return {"query": query.strip(), "method": "+".join(methods), "moments": hits}
+
+
+def indexed_sources_of(store: Store, job_ids: list[str], indexed: list[str]) -> list[str]:
+    """The indexed sources of exactly these jobs: an upload's clip is indexed as `<name>#<first 8 of its id>`
+    and a batch file under its name, and a source counts only if its owner (`Store.grounding_owners`) is the
+    job asked for, so an id that shares another job's first characters, or a name, matches nothing."""
+    wanted = set(job_ids)
+    candidates = set()
+    for job in filter(None, map(store.job, wanted)):
+        candidates.add(f"{job['source']}#{job['id'][:8]}" if job["kind"] == "upload" else job["source"])
+    owners = store.grounding_owners(sorted(candidates & set(indexed)))
+    return sorted(sid for sid, job in owners.items() if job in wanted)

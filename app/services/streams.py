@@ -104,9 +104,12 @@ class LiveStream:
 
     @property
     def recording(self) -> str | None:
-        """The folder of its recording, if it is recorded."""
+        """The folder of its recording, if it is recorded: recording is on and its pipeline started on a live
+        source (the ingest records only those). None while it starts, when it failed before it connected, and
+        for a plain HTTP file: `GET /v1/jobs/{id}/clip` would have nothing to play."""
         record = self.options.record if self.options is not None else None
-        return record.dir if record is not None else None
+        pipe = self.pipeline
+        return record.dir if record is not None and pipe is not None and pipe.spec.live else None
 
 
 class StreamManager:

@@ -237,9 +237,11 @@ class Store(ReviewCards, StreamRowPruning):
 
     def text_rows(self, job_ids: list[str] | None = None) -> tuple[list[tuple], list[tuple]]:
         """Transcript rows `(job_id, source, text, start, end)` and event rows
-        `(job_id, source, label, modality, start, end)` of the given jobs (default: all)."""
+        `(job_id, source, label, modality, start, end)` of the given jobs (None: all; an empty list: none)."""
         where, args = "", []
-        if job_ids:
+        if job_ids is not None:
+            if not job_ids:
+                return [], []
             where = f" WHERE job_id IN ({','.join('?' * len(job_ids))})"
             args = list(job_ids)
         with self._lock:
@@ -261,6 +263,24 @@ class Store(ReviewCards, StreamRowPruning):
     def grounding_sources(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self.db.execute("SELECT source_id FROM grounding_clips ORDER BY source_id")]
+
+    def grounding_owners(self, source_ids: Iterable[str]) -> dict[str, str]:
+        """The job each indexed source came from, so search can name it (source id -> job id; one of no job is
+        left out). An upload indexes its clip as `<name>#<first 8 of its job id>` (`app.services.jobs`), a batch
+        file under its name (`app.services.batch`); of two jobs under one id, the newer replaced the other's."""
+        owners: dict[str, str] = {}
+        with self._lock:
+            for sid in dict.fromkeys(source_ids):
+                name, _, tail = sid.rpartition("#")
+                row = None
+                if name and len(tail) == 8 and all(c in "0123456789abcdef" for c in tail):  # GLOB-safe: the id index
+                    row = self.db.execute("SELECT id FROM jobs WHERE id GLOB ? AND kind='upload' AND source=? "
+                                          "ORDER BY updated_at DESC LIMIT 1", (tail + "*", name)).fetchone()
+                row = row or self.db.execute("SELECT id FROM jobs WHERE kind='batch' AND source=? "
+                                             "ORDER BY updated_at DESC LIMIT 1", (sid,)).fetchone()
+                if row is not None:
+                    owners[sid] = row[0]
+        return owners
 
     def grounding_seconds_total(self) -> int:
         with self._lock:

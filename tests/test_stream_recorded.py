@@ -1,0 +1,101 @@
+"""A stream's `recorded` says whether `GET /v1/jobs/{job_id}/clip` has something to play, against a real
+`foresight serve` on loopback (recording on, as by default) and sources served over HTTP on loopback: a plain HTTP
+file is read as a file and never recorded, a stream that failed before it connected recorded nothing, and a live
+source (an HLS playlist) is recorded and its clip plays."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from tests.helpers.api_server import ApiServer
+from tests.helpers.cli import free_port
+from tests.helpers.web import serve_files
+
+NO_RECORDING = {"detail": "this job has no recording (only live streams are recorded)"}
+
+
+@pytest.fixture(scope="module")
+def www(tmp_path_factory, demo_clip) -> str:
+    """The demo clip over HTTP on loopback, as a file and as an HLS playlist."""
+    root = tmp_path_factory.mktemp("www")
+    (root / "demo.mp4").write_bytes(demo_clip[0].read_bytes())
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(demo_clip[0]), "-c", "copy", "-f", "hls",
+                    "-hls_time", "2", "-hls_playlist_type", "vod", str(root / "index.m3u8")], check=True)
+    server = serve_files(root)
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rec-api")
+    srv = ApiServer(folder / "f.db", free_port(), "--no-asr", "--source-network", "127.0.0.0/8")
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        srv.stop()
+
+
+def wait_until_not(c, stream_id: str, statuses: tuple[str, ...], timeout: float = 240) -> dict:
+    """The stream's info once its status is none of `statuses` (a bound on the wait, not a timed assertion)."""
+    deadline = time.monotonic() + timeout
+    while (info := c.get(f"/v1/streams/{stream_id}").json())["status"] in statuses:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"stream still {info['status']} after {timeout} s")
+        time.sleep(0.3)
+    return info
+
+
+def listed(c, stream_id: str) -> dict:
+    return next(s for s in c.get("/v1/streams").json() if s["id"] == stream_id)
+
+
+def test_a_plain_http_file_is_not_recorded_and_says_so(server, www):
+    with server.client() as c:
+        r = c.post("/v1/streams", json={"source": f"{www}/demo.mp4"})
+        assert r.status_code == 202, r.text
+        stream = r.json()
+        assert stream["status"] == "starting" and stream["recorded"] is False
+        info = wait_until_not(c, stream["id"], ("starting",))
+        assert info["status"] in ("running", "ended"), (info, server.tail())
+        assert info["recorded"] is False and listed(c, stream["id"])["recorded"] is False
+        info = wait_until_not(c, stream["id"], ("starting", "running"))
+        assert info["status"] == "ended" and info["recorded"] is False, info
+        clip = c.get(f"/v1/jobs/{stream['job_id']}/clip", params={"start": 0, "end": 5})
+        assert clip.status_code == 404 and clip.json() == NO_RECORDING
+        assert c.delete(f"/v1/streams/{stream['id']}").json()["recorded"] is False
+
+
+def test_a_stream_that_failed_before_it_connected_recorded_nothing(server):
+    with server.client() as c:
+        r = c.post("/v1/streams", json={"source": f"http://127.0.0.1:{free_port()}/gone.mp4"})
+        assert r.status_code == 202, r.text
+        stream = r.json()
+        info = wait_until_not(c, stream["id"], ("starting", "running"))
+        assert info["status"] == "failed" and info["recorded"] is False, info
+        assert listed(c, stream["id"])["recorded"] is False
+        clip = c.get(f"/v1/jobs/{stream['job_id']}/clip", params={"start": 0, "end": 5})
+        assert clip.status_code == 404 and clip.json() in (NO_RECORDING, {"detail": "no such job"})
+        c.delete(f"/v1/streams/{stream['id']}")
+
+
+def test_a_live_source_is_recorded_and_its_clip_plays(server, www):
+    with server.client() as c:
+        r = c.post("/v1/streams", json={"source": f"{www}/index.m3u8"})
+        assert r.status_code == 202, r.text
+        stream = r.json()
+        try:
+            info = wait_until_not(c, stream["id"], ("starting",))
+            assert info["status"] == "running" and info["recorded"] is True, (info, server.tail())
+            assert listed(c, stream["id"])["recorded"] is True
+            url, deadline = f"/v1/jobs/{stream['job_id']}/clip", time.monotonic() + 120
+            while (clip := c.get(url, params={"start": 0, "end": 5})).status_code == 404 and time.monotonic() < deadline:
+                time.sleep(0.5)  # until the recorder closed its first segment
+            assert clip.status_code == 200 and clip.headers["content-type"] == "video/mp4", clip.text
+        finally:
+            gone = c.delete(f"/v1/streams/{stream['id']}")
+        assert gone.json()["status"] == "stopped" and gone.json()["recorded"] is True
