@@ -146,3 +146,31 @@ def test_an_http_camera_is_live_and_timed_as_its_pictures_arrive(mjpeg_camera, h
     levels = [[round((float(f.mean()) - 40) / 20, 1) for f in s.frames] for s in segs]
     assert [s.index for s in segs] == list(range(5)) and all(len(f) == 2 for f in levels), levels
     assert all(abs(level - s.index) <= 0.6 for s, row in zip(segs, levels, strict=True) for level in row), levels
+
+
+def test_an_http_camera_takes_a_detect_source_through_the_api(tmp_path):
+    """Through the API every HTTP read goes through the source policy's pinned reader, which failed FFmpeg's look
+    at the end of a stream without a length: an HTTP camera added to the server never opened ("source refused
+    or unreachable"), and once it did, its reads waited for 64 kB (seconds of a small camera's pictures). And
+    `detect_source` was checked against the main source before the pipeline had opened it, so a plain HTTP
+    camera (not yet known to be live) was refused: 422 "detect_source needs a live main source". Now the stream
+    runs on the sub-stream, records the main one, and its seconds come."""
+    from tests.helpers.api_server import ApiServer, wait_until_not
+    from tests.helpers.cli import free_port
+
+    with served_url(MjpegCamera, "/main.mjpg") as main, served_url(MjpegCamera, "/sub.mjpg") as sub:
+        server = ApiServer(tmp_path / "f.db", free_port(), "--no-asr", "--source-network", "127.0.0.0/8")
+        try:
+            server.wait_ready()
+            with server.client() as c:
+                r = c.post("/v1/streams", json={"source": main, "detect_source": sub})
+                assert r.status_code == 202, r.text
+                info = wait_until_not(c, r.json()["id"], ("starting",))
+                assert info["status"] == "running" and info["detect_source"] == sub and info["recorded"], (info, server.tail())
+                deadline = time.monotonic() + 120  # a bound on the wait, not a timed assertion
+                while (health := c.get(f"/v1/streams/{info['id']}").json()["health"]).get("segments_emitted", 0) < 3:
+                    assert time.monotonic() < deadline, health
+                    time.sleep(0.5)
+                assert c.delete(f"/v1/streams/{info['id']}").status_code == 200
+        finally:
+            server.stop()

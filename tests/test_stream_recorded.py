@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.helpers.api_server import ApiServer
+from tests.helpers.api_server import ApiServer, wait_until_not
 from tests.helpers.cli import free_port
 from tests.helpers.web import serve_files
 
@@ -38,16 +38,6 @@ def server(tmp_path_factory):
         yield srv
     finally:
         srv.stop()
-
-
-def wait_until_not(c, stream_id: str, statuses: tuple[str, ...], timeout: float = 240) -> dict:
-    """The stream's info once its status is none of `statuses` (a bound on the wait, not a timed assertion)."""
-    deadline = time.monotonic() + timeout
-    while (info := c.get(f"/v1/streams/{stream_id}").json())["status"] in statuses:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"stream still {info['status']} after {timeout} s")
-        time.sleep(0.3)
-    return info
 
 
 def listed(c, stream_id: str) -> dict:

@@ -192,7 +192,10 @@ class StreamManager:
         spec = live_spec(source, options.rtsp_transport, "a stream needs a URL (rtsp://, http(s)://) or a "
                          "/dev/videoN device; upload files to /v1/analyze")
         options.detect_source = detect_source or None
-        detect = parse_detect_source(options.detect_source, spec, options.rtsp_transport, what="detect_source")
+        # A plain HTTP camera is known to be live only once the pipeline has opened it (`settle_live`), which
+        # checks the detect stream again then; here it may be one.
+        maybe_live = replace(spec, live=True) if spec.kind is SourceKind.HTTP else spec
+        detect = parse_detect_source(options.detect_source, maybe_live, options.rtsp_transport, what="detect_source")
         with self._lock:
             if self._unfinished() >= self.max_streams:
                 raise TooManyStreams(f"{self.max_streams} stream{'s are' if self.max_streams != 1 else ' is'} "

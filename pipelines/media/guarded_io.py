@@ -98,7 +98,8 @@ class PinnedReader(io.RawIOBase):
                 raise ConnectionError("server sent a malformed Content-Range") from None
         elif "content-length" in response.headers and response.headers["content-length"].isdigit():
             self.size = int(response.headers["content-length"])
-        self._response, self._chunks, self._buf, self._at = response, response.iter_bytes(65536), b"", start
+        # chunks as they arrive: a fixed chunk size waited for 64 kB, seconds of a small camera's pictures
+        self._response, self._chunks, self._buf, self._at = response, response.iter_bytes(), b"", start
         if start < offset:  # the server ignored Range: read up to the offset
             if offset - start > DISCARD_LIMIT:
                 raise OSError(29, "server does not support seeking")
@@ -143,9 +144,8 @@ class PinnedReader(io.RawIOBase):
         if n is None or n < 0:
             while self._more():
                 pass
-        else:
-            while len(self._buf) < n and self._more():
-                pass
+        elif not self._buf:  # what has arrived, up to n: a live stream's next bytes may be a second away
+            self._more()
         out = self._buf if n is None or n < 0 else self._buf[:n]
         self._buf = self._buf[len(out):]
         self._at += len(out)
@@ -160,7 +160,10 @@ class PinnedReader(io.RawIOBase):
         elif whence == 2 and self.size is not None:
             target = self.size + offset
         else:
-            raise OSError(29, "size unknown: not seekable from the end")
+            # No size (a camera's endless stream, sent without a length): FFmpeg's probes ask for the end and
+            # take a negative answer as "cannot", as its own HTTP reader answers; an exception here would be
+            # kept by PyAV and raised from the open, so a camera's stream never opened.
+            return -1
         if target < 0:
             raise OSError(22, "negative seek position")
         self.pos = target

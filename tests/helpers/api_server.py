@@ -71,3 +71,13 @@ def wait_job(client: httpx.Client, job_id: str, timeout: float = 240) -> dict:
             return job
         time.sleep(0.3)
     raise TimeoutError(f"job {job_id} not finished in {timeout} s")
+
+
+def wait_until_not(c, stream_id: str, statuses: tuple[str, ...], timeout: float = 240) -> dict:
+    """The stream's info once its status is none of `statuses` (a bound on the wait, not a timed assertion)."""
+    deadline = time.monotonic() + timeout
+    while (info := c.get(f"/v1/streams/{stream_id}").json())["status"] in statuses:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"stream still {info['status']} after {timeout} s")
+        time.sleep(0.3)
+    return info
