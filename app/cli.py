@@ -11,7 +11,6 @@ from pathlib import Path
 from app.services.settings import add_analysis_flags
 from app.validate import (
     OneLineParser,
-    check_writable_dir,
     checkpoint_file,
     nonnegative_float,
     path_arg,
@@ -19,6 +18,7 @@ from app.validate import (
     positive_int,
 )
 from models.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, BadInput
+from pipelines.sinks.exporters import check_writable_dir
 from pipelines.spine.threads import pin_threads
 
 

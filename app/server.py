@@ -12,7 +12,6 @@ from app.services.settings import add_analysis_flags, parse_args
 from app.validate import (
     OneLineParser,
     check_bindable,
-    check_writable_dir,
     checkpoint_file,
     host,
     nonnegative_float,
@@ -21,6 +20,7 @@ from app.validate import (
     positive_int,
 )
 from models.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
+from pipelines.sinks.exporters import check_writable_dir
 
 
 def build_parser() -> argparse.ArgumentParser:

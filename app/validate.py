@@ -14,7 +14,6 @@ import os
 import re
 import socket
 import sys
-import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -162,15 +161,3 @@ def check_bindable(address: str, number: int) -> None:
             sock.bind(sockaddr)
     except OSError as exc:
         raise BadInput(f"cannot listen on {address}:{number} ({exc.strerror or exc})") from None
-
-
-def check_writable_dir(folder: Path, flag: str) -> None:
-    """Create and remove a probe file in `folder`; BadInput when that fails (read-only, full, no permission)."""
-    if not folder.is_dir():
-        raise BadInput(f"{flag} folder {folder} does not exist")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".foresight-probe-", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise BadInput(f"{flag} folder {folder} is not writable ({exc.strerror or exc})") from None

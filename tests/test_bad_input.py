@@ -195,3 +195,15 @@ def test_a_limit_is_checked_against_what_an_estimated_file_holds(tmp_path):
         media_within(path, 15.0, "--max-duration")
     proc = run_cli("analyze", str(path), "--max-duration", "25", "--no-asr", "--no-safety", "-q", timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("train", "cmdp", "--out", "/proc/nowhere/cmdp.json"), "cannot make the folder of --out"),
+    (("train", "cmdp", "--out", ""), "--out is empty"),
+    (("train", "trackset", "--out", ""), "argument --out: is empty"),
+])
+def test_training_outputs_are_checked_before_the_run(args, needle):
+    """A method's `--out` it cannot write was an internal error (exit 1) after the whole run, its result lost, and
+    an empty one wrote into the current folder; now exit 2 with the reason, before anything runs."""
+    proc = run_cli(*args, timeout=120)
+    assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

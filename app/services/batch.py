@@ -20,10 +20,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from app.services.jobs import JOB_TASK_OPTIONS, outcome, record_outcome
-from app.validate import check_writable_dir
 from models.errors import BadInput
 from pipelines.media.sources import MEDIA_EXTENSIONS, content_hash
-from pipelines.sinks.exporters import summary_row, summary_table, to_webvtt, write_json
+from pipelines.sinks.exporters import check_writable_dir, summary_row, summary_table, to_webvtt, write_json
 from pipelines.sinks.store import Store
 from pipelines.spine.inline import analyze_inline
 from pipelines.spine.options import AnalyzeOptions

@@ -5,7 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import tempfile
 from pathlib import Path
+
+from models.errors import BadInput
 
 
 def _vtt_time(t: float) -> str:
@@ -79,3 +83,15 @@ def to_csv(result: dict) -> str:
     writer.writerow(["kind", "start", "end", "label", "modality", "score"])
     writer.writerows(sorted(rows, key=lambda r: (float(r[1]), r[0])))
     return out.getvalue()
+
+
+def check_writable_dir(folder: Path, flag: str) -> None:
+    """Create and remove a probe file in `folder`; BadInput when that fails (read-only, full, no permission)."""
+    if not folder.is_dir():
+        raise BadInput(f"{flag} folder {folder} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".foresight-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise BadInput(f"{flag} folder {folder} is not writable ({exc.strerror or exc})") from None

@@ -210,10 +210,17 @@ def draw_examples(root: str | Path, out: str | Path, split: str = "test", n: int
     sheet.quantize(256).save(out, optimize=True)  # a palette keeps the committed PNG small
 
 
+def _folder(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty (name a folder)")
+    return Path(text)
+
+
 def set_parser(name: str, doc: str, counts: dict[str, int], unit: str) -> argparse.ArgumentParser:
     """`foresight train NAME`'s flags for a labelled set built by split: --out, --seed and a count per split."""
     p = argparse.ArgumentParser(prog=f"foresight train {name}", description=doc.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=Path(f"data/{name}"), help=f"output folder (default data/{name})")
+    p.add_argument("--out", type=_folder, default=Path(f"data/{name}"),
+                   help=f"output folder (default data/{name})")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     for split, n in counts.items():
         p.add_argument(f"--{split}", type=int, default=n, metavar="N", help=f"{unit} in {split} (default {n})")
