@@ -13,10 +13,8 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
-from models.errors import BadInput
-from pipelines.sinks.exporters import check_writable_dir
+from pipelines.sinks.exporters import prepare_output
 from training.methods.runner import format_result, format_table, load, method_names, progress_bar, write_json
 
 
@@ -27,16 +25,7 @@ def train_method_main(name: str, argv: list[str]) -> int:
     p.add_argument("--out", help=f"JSON result (default data/training/{name}.json)")
     p.add_argument("--json", action="store_true", help="print the JSON result instead of the table")
     a = p.parse_args(argv)
-    if a.out is not None and not a.out.strip():
-        raise BadInput("--out is empty (name a file)")
-    out = Path(a.out or f"data/training/{name}.json")
-    if out.is_dir():
-        raise BadInput(f"--out {out} is a directory")
-    try:  # before the run, not after it: a run may take minutes
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadInput(f"cannot make the folder of --out {out} ({exc.strerror or exc})") from None
-    check_writable_dir(out.parent, "--out")
+    out = prepare_output(f"data/training/{name}.json" if a.out is None else a.out)  # before the run, not after
     t0 = time.perf_counter()
     result = exp.run(seed=a.seed, progress=progress_bar(sys.stderr.isatty() and not a.json))
     write_json(out, exp, result, a.seed)

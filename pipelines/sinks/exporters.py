@@ -95,3 +95,20 @@ def check_writable_dir(folder: Path, flag: str) -> None:
         os.unlink(probe)
     except OSError as exc:
         raise BadInput(f"{flag} folder {folder} is not writable ({exc.strerror or exc})") from None
+
+
+def prepare_output(path: str | Path, flag: str = "--out", folder: bool = False) -> Path:
+    """The output `path` (a file, or a `folder`) made ready before long work, not found bad after it: BadInput for
+    an empty path, a file where a folder is wanted or the other way round, or a place it cannot write."""
+    if not str(path).strip():
+        raise BadInput(f"{flag} is empty (name a {'folder' if folder else 'file'})")
+    path = Path(path)
+    target = path if folder else path.parent
+    if path.exists() and path.is_dir() != folder:
+        raise BadInput(f"{flag} {path} is {'not a folder' if folder else 'a directory'}")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"cannot make the folder of {flag} {path} ({exc.strerror or exc})") from None
+    check_writable_dir(target, flag)
+    return path

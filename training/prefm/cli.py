@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from models.prefm.modeling_prefm import preset
+from pipelines.sinks.exporters import prepare_output
 from training.prefm.data import LAYOUTS, ClipStore
 from training.prefm.trainer import SELECT_KEYS, VARIANTS, TrainConfig, evaluate_checkpoint, train
 
@@ -92,7 +93,7 @@ def train_main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     torch.set_num_threads(a.threads)
-    out = Path(a.out)
+    out = prepare_output(a.out, folder=True)  # before the training, not after it
     for variant in variants:
         tcfg = TrainConfig(variant=variant, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, lr_min=a.lr_min,
                            warmup_epochs=a.warmup, val_every=a.val_every, seed=a.seed, distill=not a.no_distill,

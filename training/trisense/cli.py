@@ -17,6 +17,7 @@ from models.trisense.baselines import TextMatchBaseline, equal_weights_config
 from models.trisense.features import MODALITIES
 from models.trisense.grounder import Grounder
 from models.trisense.modeling_trisense import TriSenseConfig
+from pipelines.sinks.exporters import prepare_output
 from training.trisense.data import FeatureDir, MomentRecord, load_annotations, usable_records
 from training.trisense.evaluate import (
     SETTINGS,
@@ -110,7 +111,7 @@ def train_main(argv: list[str] | None = None) -> int:
             modality_dropout=args.modality_dropout, fixed_modality_weights=args.equal_weights,
             attention=args.attention,
         )
-        out = Path(args.out)
+        out = prepare_output(args.out)  # before the training, not after it
         tc = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                          progress=not args.no_progress)
         source = {"data": str(args.synthetic or args.data)}
