@@ -55,7 +55,11 @@ def cmd_analyze(args) -> int:
         out = Path(args.out)
         if out.exists() and out.is_dir():
             raise BadInput(f"--out {out} is a directory")
-        check_writable_dir(out.parent, "--out")
+        if out.exists() and not out.is_file():  # /dev/stdout, a pipe: written in place, whatever its folder allows
+            if not os.access(out, os.W_OK):
+                raise BadInput(f"--out {out} is not writable")
+        else:
+            check_writable_dir(out.parent, "--out")
     # Check the source before the heavy imports, Ray and the models: bad input fails in seconds.
     from pipelines.media.detect_source import parse_detect_source
     from pipelines.media.preflight import check_source
@@ -117,7 +121,7 @@ def cmd_analyze(args) -> int:
         try:
             write_json(Path(args.out), result)
         except OSError as exc:
-            raise BadInput(f"cannot write --out {args.out} ({exc.strerror or exc})") from None
+            raise BadInput(f"cannot write --out {args.out} ({exc.strerror or exc}){_kept(result)}") from None
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     elif not args.quiet:
@@ -136,6 +140,21 @@ def cmd_analyze(args) -> int:
         print(f"foresight: error: {failure}" + (" (partial results written)" if args.out else ""), file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def _kept(result: dict) -> str:
+    """Where a result that could not go to --out was written instead (an hour of a camera is not lost because
+    its folder went away or filled up), said as the end of the error line."""
+    import tempfile
+
+    from pipelines.sinks.exporters import write_json
+    try:
+        fd, path = tempfile.mkstemp(prefix="foresight-result-", suffix=".json")
+        os.close(fd)
+        write_json(Path(path), result)
+    except OSError:
+        return ""
+    return f"; the result is in {path}"
 
 
 def cmd_batch(args) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import numpy as np
@@ -207,3 +208,18 @@ def test_training_outputs_are_checked_before_the_run(args, needle):
     an empty one wrote into the current folder; now exit 2 with the reason, before anything runs."""
     proc = run_cli(*args, timeout=120)
     assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_result_that_cannot_be_written_is_kept_elsewhere(tmp_path):
+    """`--out` on a full disk (/dev/full: every write fails with ENOSPC) lost the whole analysis: "cannot write
+    --out". It is now written to a temporary file, named on the error line (exit 2)."""
+    clip = tmp_path / "c.mp4"
+    silence = np.zeros(2 * RATE, np.float32)
+    write_clip(clip, ClipSpec(2.0, 5, 64, 48, lambda t: np.full((48, 64, 3), 90, np.uint8), silence))
+    proc = run_cli("analyze", str(clip), "--out", "/dev/full", "--no-asr", "--no-safety", "-q", timeout=180)
+    assert_clean_failure(proc, "cannot write --out /dev/full (No space left on device); the result is in ")
+    kept = proc.stderr.strip().rsplit("the result is in ", 1)[1]
+    try:
+        assert json.loads(open(kept).read())["duration_s"] == pytest.approx(2.0, abs=0.1)
+    finally:
+        os.unlink(kept)
