@@ -14,7 +14,7 @@ import pytest
 
 from pipelines.media.clips import recorded_range
 from pipelines.media.detect_source import make_reader, parse_detect_source
-from pipelines.media.ingest import ReconnectPolicy
+from pipelines.media.ingest_stats import ReconnectPolicy
 from pipelines.media.recorder import RecordConfig, list_segments, segment_start
 from pipelines.media.sources import parse_source
 from tests.helpers.api_server import ApiServer

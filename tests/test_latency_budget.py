@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from models.cmdp.pipeline_model import ACTIONS, Action
-from pipelines.media.ingest import IngestStats
+from pipelines.media.ingest_stats import IngestStats
 from pipelines.media.segment import Segment
 from pipelines.spine.budget import LEVELS, BudgetHook, LatencyBudget, busy_second, level_of, thin_frames
 from pipelines.stages.record import Second

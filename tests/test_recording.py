@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from pipelines.media.clips import NotRecorded, cut_clip, recorded_range
-from pipelines.media.ingest import ReconnectPolicy, SegmentReader
+from pipelines.media.ingest import SegmentReader
+from pipelines.media.ingest_stats import ReconnectPolicy
 from pipelines.media.recorder import RecordConfig, Recorder, list_segments, prune_recordings, segment_start
 from pipelines.media.sources import parse_source
 

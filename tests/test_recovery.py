@@ -90,10 +90,14 @@ def test_a_killed_server_leaves_no_ray_process_and_the_next_one_resumes_persiste
     finally:
         server.stop()
 
+    rtsp_server.kill()  # down when the server comes back (a power cut: the camera boots slower than the server)
     again = ApiServer(db, free_port(), *loopback)  # the same database: the stream comes back under a new job
     try:
         again.wait_ready()
         with again.client() as c:
+            time.sleep(2.0)  # the resumed stream tries the camera that is down (it failed at once, and was forgotten)
+            assert c.get(f"/v1/streams/{stream['id']}").json()["status"] in ("starting", "running"), again.tail()
+            rtsp_server.start()
             info = c.get(f"/v1/streams/{stream['id']}").json()
             assert info["persistent"] and info["job_id"] == f"stream-{stream['id']}-r1", info
             # It comes back as it was left: the watches changed while it ran, its zone, its line and its pose.
@@ -102,6 +106,10 @@ def test_a_killed_server_leaves_no_ray_process_and_the_next_one_resumes_persiste
             old = c.get(f"/v1/jobs/{stream['job_id']}").json()
             assert old["status"] == "failed" and "restarts under a new job" in old["error"]
             wait_status(c, stream["id"], "running", again)
+            deadline = time.time() + 120  # the camera is back: its seconds come (a bound on the wait)
+            while c.get(f"/v1/streams/{stream['id']}").json()["health"].get("segments_emitted", 0) < 2:
+                assert time.time() < deadline, again.tail()
+                time.sleep(0.5)
             assert c.delete(f"/v1/streams/{stream['id']}").json()["status"] == "stopped"
         with sqlite3.connect(db) as con:  # removed by the user: not reconnected by a third server
             assert con.execute("SELECT COUNT(*) FROM stream_restarts").fetchone()[0] == 0

@@ -14,7 +14,8 @@ import pytest
 import ray
 
 from pipelines import AnalyzeOptions, Pipeline, StageConfig
-from pipelines.media.ingest import ReconnectPolicy
+from pipelines.media.ingest import SegmentReader
+from pipelines.media.ingest_stats import ReconnectPolicy
 from tests.helpers.cli import FORESIGHT, ROOT
 
 pytestmark = pytest.mark.slow
@@ -142,3 +143,26 @@ def test_rtsp_over_tcp(rtsp_tcp_server, ray_runtime):
     read = result["ingest"]["frames_decoded"] + result["ingest"].get("frames_skipped", 0)  # unused B-frames: skipped
     assert result["has_audio"] and result["has_video"] and read > 100 and result["ingest"]["frames_decoded"] > 12
     assert any(e["label"] == "Speech" for e in result["events"])
+
+
+def test_a_camera_that_answers_but_sends_nothing_is_an_outage_within_its_budget(rtsp_server):
+    """The camera's encoder dies while its RTSP server still answers. Each connection that opened and then timed
+    out counted as a reconnection (4 in this run), each recounted the outage from its start (60 s "lost" in a
+    30-s run), and `--reconnect-budget` never applied: the stream ran on until its clock passed the duration.
+    Now the outage is one interval from the last data, no reconnection is counted without data, and the budget
+    ends the stream, failed, with the reason."""
+    from pipelines.media.sources import parse_source
+
+    policy = ReconnectPolicy(initial_s=0.3, max_s=1.0, outage_budget_s=6.0)
+    reader = SegmentReader(parse_source(rtsp_server.url, "udp"), "cam", policy=policy, watchdog_s=2.0,
+                           open_timeout_s=3.0, duration_s=40.0).start()
+    segments = 0
+    while reader.get(timeout=120) is not None:
+        segments += 1
+        if segments == 3:
+            rtsp_server.silence()
+    stats = reader.stats
+    assert stats.health.value == "failed" and "did not come back within 6 s" in stats.failure, stats.to_dict()
+    assert stats.reconnects == 0 and len(stats.lost_intervals) == 1, stats.to_dict()
+    (start, end), = stats.lost_intervals
+    assert abs(start - stats.analysed_until) < 1.0 and 6.0 <= end - start < 20.0, stats.to_dict()

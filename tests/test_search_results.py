@@ -15,7 +15,8 @@ import pytest
 from PIL import Image
 
 from app.services.recordings import RecordedSpan, Retention, clip_for_job, recorded_span
-from pipelines.media.ingest import ReconnectPolicy, SegmentReader
+from pipelines.media.ingest import SegmentReader
+from pipelines.media.ingest_stats import ReconnectPolicy
 from pipelines.media.recorder import LOG_NAME, RecordConfig, Recorder, list_segments, read_log, segment_start
 from pipelines.media.sources import parse_source
 from pipelines.sinks.review import Card

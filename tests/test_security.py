@@ -173,7 +173,7 @@ def test_redact_url_hides_userinfo_and_token_parameters():
     from pipelines.media.sources import parse_source
 
     assert "pw" not in parse_source("rtsp://u:pw@10.0.0.2/x").name
-    from pipelines.media.ingest import IngestStats
+    from pipelines.media.ingest_stats import IngestStats
 
     stats = IngestStats(last_error="Connection refused: 'rtsp://u:pw@10.0.0.2/x?token=t0k'",
                         failure="http://a:pw@h/x?sig=t0k: 404", warnings=["rtsp://u:pw@h/x failed"])

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from models.errors import BadInput, StreamFailed
-from pipelines.media.ingest import ReconnectPolicy, SegmentReader
+from pipelines.media.ingest import SegmentReader
+from pipelines.media.ingest_stats import ReconnectPolicy
 from pipelines.media.preflight import check_source
 from pipelines.media.sources import parse_source
 from tests.helpers.cli import free_port, run_cli

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pipelines.media.ingest import ReconnectPolicy
+from pipelines.media.ingest_stats import ReconnectPolicy
 from pipelines.sinks.store import Store
 from tests.helpers.dashboard import (
     browser,

@@ -174,6 +174,8 @@ class StreamManager:
         models = check_models(models or {})
         options = with_models(AnalyzeOptions(**{**(options or self.options).__dict__}), models)  # per stream
         options.reconnect = self.options.reconnect  # every camera of this manager reconnects as it says (forever)
+        if restarts:  # a persistent camera that is down when the server comes back (a power cut) is waited for
+            options.reconnect = replace(options.reconnect, retry_before_data=True)
         standing = options.grounding.standing if watches is None else watches
         options.grounding = replace(options.grounding, standing=check_watches(standing))
         make_watchable(options)

@@ -23,7 +23,8 @@ import av
 
 from models.errors import BadInput
 from pipelines.media.decode import ContinuousClock
-from pipelines.media.ingest import ReconnectPolicy, SegmentReader
+from pipelines.media.ingest import SegmentReader
+from pipelines.media.ingest_stats import ReconnectPolicy
 from pipelines.media.policy import SourcePolicy
 from pipelines.media.recorder import RecordConfig, Recorder
 from pipelines.media.redact import redact

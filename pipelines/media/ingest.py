@@ -7,92 +7,23 @@ oldest segments are dropped and counted. Files are read with backpressure and ne
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
-from enum import StrEnum
 
 import av
 
 from models.errors import BadInput, StreamFailed
 from pipelines.media.decode import MediaDecoder, StreamInfo
+from pipelines.media.ingest_stats import Health, IngestStats, ReconnectPolicy
 from pipelines.media.recorder import RecordConfig, Recorder
 from pipelines.media.redact import redact
 from pipelines.media.segment import Segment
 from pipelines.media.segmenter import Segmenter
 from pipelines.media.sources import SourceSpec, open_container
-
-
-class Health(StrEnum):
-    CONNECTING = "connecting"
-    LIVE = "live"
-    RECONNECTING = "reconnecting"
-    FAILED = "failed"
-    ENDED = "ended"
-
-
-@dataclass
-class ReconnectPolicy:
-    """Exponential backoff with jitter (capped at `max_s`), for live sources once they have delivered data: an
-    outage longer than `outage_budget_s` ends the stream (`math.inf`: never, as `serve` and the dashboard do).
-    Before the first data a failure ends it at once, unless `retry_before_data` (`--retry`, a camera expected to
-    come up late): then the same backoff and budget apply from the first attempt."""
-
-    initial_s: float = 0.5
-    max_s: float = 8.0
-    factor: float = 2.0
-    jitter: float = 0.3
-    outage_budget_s: float = 30.0
-    retry_before_data: bool = False
-
-    def delay(self, attempt: int, rng: random.Random) -> float:
-        base = min(self.max_s, self.initial_s * self.factor ** min(attempt, 64))  # no float overflow when forever
-        return base * (1.0 + self.jitter * (2 * rng.random() - 1))
-
-
-@dataclass
-class IngestStats:
-    health: Health = Health.CONNECTING
-    frames_decoded: int = 0
-    frames_skipped: int = 0  # video frames read, not decoded: no stage reads pictures, or unsampled non-references
-    segments_emitted: int = 0
-    segments_dropped: int = 0
-    frames_dropped: int = 0
-    reconnects: int = 0
-    lost_intervals: list[tuple[float, float]] = field(default_factory=list)
-    decode_errors: int = 0
-    clock_jumps: int = 0  # times a stream's clock went back or leapt (joined TS, HLS discontinuities) and was continued
-    analysed_until: float = 0.0  # end of the last second emitted (less than the duration if decoding stopped early)
-    last_error: str | None = None
-    outage_since: float | None = None  # during an outage: the wall-clock time (epoch s) its last data arrived
-    failure: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    recording: dict | None = None  # a recorded live source: its folder, segments written, write errors
-    degradation: dict | None = None  # under a latency budget: the current level and seconds per level (budget.py)
-
-    @property
-    def lost_seconds(self) -> float:
-        return sum(b - a for a, b in self.lost_intervals)
-
-    def to_dict(self) -> dict:
-        return {
-            "health": self.health.value, "frames_decoded": self.frames_decoded,
-            "segments_emitted": self.segments_emitted, "segments_dropped": self.segments_dropped,
-            "frames_dropped": self.frames_dropped, "reconnects": self.reconnects,
-            "lost_intervals": [[round(a, 3), round(b, 3)] for a, b in self.lost_intervals],
-            "lost_seconds": round(self.lost_seconds, 3), "decode_errors": self.decode_errors,
-            "analysed_until": round(self.analysed_until, 3),
-            "last_error": redact(self.last_error), "failure": redact(self.failure),
-            "outage_since": None if self.outage_since is None else round(self.outage_since, 3),
-            "warnings": [redact(w) for w in self.warnings],
-            **({"frames_skipped": self.frames_skipped} if self.frames_skipped else {}),
-            **({"clock_jumps": self.clock_jumps} if self.clock_jumps else {}),
-            **({"recording": dict(self.recording)} if self.recording is not None else {}),
-            **({"degradation": dict(self.degradation)} if self.degradation is not None else {}),
-        }
 
 
 class BoundedBuffer:
@@ -286,8 +217,9 @@ class SegmentReader:
         if self.stats.segments_emitted == 0:
             raise BadInput(f"{self.spec.name}: no decodable audio or video")
 
-    def _pump(self, decoder: MediaDecoder, seg: Segmenter) -> bool:
-        """Decoded items into `seg` until the source ends (False), or a stop request or the duration limit (True)."""
+    def _pump(self, decoder: MediaDecoder, seg: Segmenter, on_first=None) -> bool:
+        """Decoded items into `seg` until the source ends (False), or a stop request or the duration limit (True).
+        `on_first` runs before the first item goes in (a reconnection counts once data comes, not on connect)."""
         base, skipped, jumps = self.stats.frames_decoded, self.stats.frames_skipped, self.stats.clock_jumps
         items = iter(decoder)
         while True:
@@ -300,6 +232,9 @@ class SegmentReader:
             self.stats.clock_jumps = jumps + decoder.clock.jumps
             if item is _END:
                 return False
+            if on_first is not None:
+                on_first()
+                on_first = None
             self._delivered = True
             self._last_data = (time.monotonic(), time.time())
             if self._stop.is_set():
@@ -333,36 +268,21 @@ class SegmentReader:
                     if not self._delivered:
                         raise StreamFailed(f"{self.spec.name}: did not come up within "
                                            f"{self.policy.outage_budget_s:g} s ({_reason(exc, self.spec)})") from None
-                    self.stats.failure = (f"stream stopped sending at {lost_from:.1f} s and did not come back "
-                                          f"within {self.policy.outage_budget_s:.0f} s")
-                    self.stats.health = Health.FAILED
-                    return
+                    return self._give_up(outage_started, lost_from)
                 self._stop.wait(self.policy.delay(attempt - 1, self._rng))
                 continue
             self._info_ready.set()
-            if seg is None:
+            resume = None
+            if seg is None or not self._delivered:  # the first connection, or one before that sent no data
                 seg = Segmenter(self.source_id, decoder.video is not None, decoder.audio is not None)
                 self._segmenter = seg
-            elif self._delivered:
-                # Same timeline across the outage: skip the seconds that were lost. The outage runs from the
-                # last data to now (wall clock), not from when the loss was noticed (the watchdog, a read error).
-                outage = time.monotonic() - outage_started
-                resume = int(math.ceil(lost_from + outage))
-                self.stats.lost_intervals.append((lost_from, lost_from + outage))
-                self.stats.outage_since = None
-                self.stats.reconnects += 1
-                seg.reset_streams(decoder.video is not None, decoder.audio is not None)
-                seg.skip_to(resume)
-                seg.offset = float(resume)
-                seg.last_time = float(resume)
-            else:  # connected before without data: start the timeline afresh
-                seg = Segmenter(self.source_id, decoder.video is not None, decoder.audio is not None)
-                self._segmenter = seg
-            attempt = 0
-            self.stats.health = Health.LIVE
+                self.stats.health = Health.LIVE
+            else:  # the same timeline across the outage, once data comes again: a silent camera is no reconnection
+                resume = functools.partial(self._resume, seg, decoder, outage_started, lost_from)
+            session = time.monotonic()
             reached = False  # stopped, or the duration limit
             try:
-                reached = self._pump(decoder, seg)
+                reached = self._pump(decoder, seg, resume)
                 ended_cleanly = True
             except (av.error.FFmpegError, OSError, TimeoutError) as exc:
                 self.stats.last_error = " ".join(str(exc).split())[:200]
@@ -377,7 +297,7 @@ class SegmentReader:
             for s in seg.flush(final=done):
                 self._emit(s)
             if done:
-                return
+                return self._close_outage(outage_started, lost_from)
             if ended_cleanly and self.stats.last_error is None:
                 self.stats.last_error = "source ended"
             if not self._delivered and not self.policy.retry_before_data:
@@ -387,9 +307,44 @@ class SegmentReader:
                     raise StreamFailed(f"{self.spec.name}: sent no data within {self.policy.outage_budget_s:g} s "
                                        f"({self.stats.last_error})")
                 self._stop.wait(self.policy.delay(0, self._rng))
-            lost_from = seg.last_time
-            if self._delivered:  # before the first data the budget runs from the first attempt
+            elif self._last_data[0] >= session:  # data came: the next outage starts at its last item
+                attempt = 0
+                lost_from = seg.last_time
                 outage_started, self.stats.outage_since = self._last_data
+            else:  # connected, and nothing came: the outage goes on, within its budget and with the backoff
+                if self.stats.outage_since is None:
+                    outage_started, self.stats.outage_since = self._last_data
+                if time.monotonic() - outage_started > self.policy.outage_budget_s:
+                    return self._give_up(outage_started, lost_from)
+                attempt += 1
+                self._stop.wait(self.policy.delay(attempt - 1, self._rng))
+        self._close_outage(outage_started, lost_from)
+
+    def _resume(self, seg: Segmenter, decoder: MediaDecoder, outage_started: float, lost_from: float) -> None:
+        """Data again after an outage: skip the seconds that were lost on the same timeline. The outage runs from
+        the last data to this first item (wall clock), not from when the loss was noticed (the watchdog)."""
+        outage = time.monotonic() - outage_started
+        resume = int(math.ceil(lost_from + outage))
+        self.stats.lost_intervals.append((lost_from, lost_from + outage))
+        self.stats.outage_since = None
+        self.stats.reconnects += 1
+        self.stats.health = Health.LIVE
+        seg.reset_streams(decoder.video is not None, decoder.audio is not None)
+        seg.skip_to(resume)
+        seg.offset = float(resume)
+        seg.last_time = float(resume)
+
+    def _close_outage(self, outage_started: float, lost_from: float) -> None:
+        """A stream that ends during an outage (stopped, or out of budget) reports it as lost up to the end."""
+        if self._delivered and self.stats.outage_since is not None:
+            self.stats.lost_intervals.append((lost_from, lost_from + time.monotonic() - outage_started))
+            self.stats.outage_since = None
+
+    def _give_up(self, outage_started: float, lost_from: float) -> None:
+        self._close_outage(outage_started, lost_from)
+        self.stats.failure = (f"stream stopped sending at {lost_from:.1f} s and did not come back "
+                              f"within {self.policy.outage_budget_s:.0f} s")
+        self.stats.health = Health.FAILED
 
 
 def _reason(exc: BaseException, spec: SourceSpec) -> str:

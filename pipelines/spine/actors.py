@@ -17,7 +17,7 @@ import time
 import ray
 
 from pipelines.media.detect_source import make_reader
-from pipelines.media.ingest import ReconnectPolicy
+from pipelines.media.ingest_stats import ReconnectPolicy
 from pipelines.media.sources import SourceSpec
 from pipelines.sinks.sink import Sink
 from pipelines.spine import graph

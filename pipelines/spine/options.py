@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipelines.media.ingest import ReconnectPolicy
+from pipelines.media.ingest_stats import ReconnectPolicy
 from pipelines.media.policy import SourcePolicy
 from pipelines.media.recorder import RecordConfig
 from pipelines.sinks.webhooks import WebhookConfig

@@ -93,13 +93,7 @@ class RtspServer:
                 c.laddr.port == self.source_port and c.status == psutil.CONN_LISTEN
                 for c in psutil.net_connections("tcp4")):
             time.sleep(0.1)
-        log = tempfile.TemporaryFile()  # a file, not a pipe: a long run's messages cannot block ffmpeg
-        self.logs.append(log)
-        pusher = subprocess.Popen(
-            ["ffmpeg", "-nostdin", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", str(self.clip),
-             "-c", "copy", "-f", "rtsp", f"rtsp://127.0.0.1:{self.source_port}/live"],
-            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
-        self.procs.append(pusher)
+        pusher, log = self._feed()
         # Published means the server has bound the UDP ports it receives the clip's RTP on (after RECORD).
         deadline = time.time() + publish_timeout_s
         while time.time() < deadline:
@@ -117,6 +111,27 @@ class RtspServer:
                 return ""
             time.sleep(0.1)
         return f"not published within {publish_timeout_s:.0f} s"
+
+    def _feed(self) -> tuple[subprocess.Popen, object]:
+        """The ffmpeg that publishes the clip to the server, in real time and looped."""
+        log = tempfile.TemporaryFile()  # a file, not a pipe: a long run's messages cannot block ffmpeg
+        self.logs.append(log)
+        pusher = subprocess.Popen(
+            ["ffmpeg", "-nostdin", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", str(self.clip),
+             "-c", "copy", "-f", "rtsp", f"rtsp://127.0.0.1:{self.source_port}/live"],
+            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        self.procs.append(pusher)
+        return pusher, log
+
+    def silence(self) -> None:
+        """Stop the feed and keep the server: a camera whose encoder died while its RTSP server still answers."""
+        pusher = self.procs.pop()
+        os.killpg(pusher.pid, signal.SIGKILL)
+        pusher.wait(timeout=10)
+
+    def resume(self) -> None:
+        """Feed the server again after `silence`."""
+        self._feed()
 
     def kill(self) -> None:
         for p in self.procs:
