@@ -103,6 +103,7 @@ class SegmentReader:
         self._segmenter: Segmenter | None = None
         self._delivered = False  # the source has sent data: from then on the reconnect policy applies
         self._last_data = (0.0, 0.0)  # (monotonic, wall-clock) time the last item arrived: where an outage starts
+        self._pending = None  # a reconnection's bookkeeping, run when data first comes through it (`_resumed`)
         self.timings = {"decode_s": 0.0, "segment_s": 0.0}  # seconds the reader thread spent in each
         # a live source's packets are also remuxed into a ring of segments on disk (recorder.py)
         self.recorder = Recorder(record) if record is not None and spec.live else None
@@ -194,7 +195,14 @@ class SegmentReader:
         """A packet's own time on the stream's clock (the segmenter's, continued across reconnects)."""
         if decoder.zero is None or self._segmenter is None:
             return None
+        self._resumed()  # the recorder's first packet of a session may come before the first decoded item
         return t - decoder.zero + self._segmenter.offset
+
+    def _resumed(self) -> None:
+        """Data has come through a reconnection: its pending bookkeeping (`_resume`) runs now, once."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending()
 
     def _run_once(self) -> None:
         container, decoder = self._connect()
@@ -217,9 +225,8 @@ class SegmentReader:
         if self.stats.segments_emitted == 0:
             raise BadInput(f"{self.spec.name}: no decodable audio or video")
 
-    def _pump(self, decoder: MediaDecoder, seg: Segmenter, on_first=None) -> bool:
-        """Decoded items into `seg` until the source ends (False), or a stop request or the duration limit (True).
-        `on_first` runs before the first item goes in (a reconnection counts once data comes, not on connect)."""
+    def _pump(self, decoder: MediaDecoder, seg: Segmenter) -> bool:
+        """Decoded items into `seg` until the source ends (False), or a stop request or the duration limit (True)."""
         base, skipped, jumps = self.stats.frames_decoded, self.stats.frames_skipped, self.stats.clock_jumps
         items = iter(decoder)
         while True:
@@ -232,9 +239,7 @@ class SegmentReader:
             self.stats.clock_jumps = jumps + decoder.clock.jumps
             if item is _END:
                 return False
-            if on_first is not None:
-                on_first()
-                on_first = None
+            self._resumed()
             self._delivered = True
             self._last_data = (time.monotonic(), time.time())
             if self._stop.is_set():
@@ -272,17 +277,17 @@ class SegmentReader:
                 self._stop.wait(self.policy.delay(attempt - 1, self._rng))
                 continue
             self._info_ready.set()
-            resume = None
+            self._pending = None
             if seg is None or not self._delivered:  # the first connection, or one before that sent no data
                 seg = Segmenter(self.source_id, decoder.video is not None, decoder.audio is not None)
                 self._segmenter = seg
                 self.stats.health = Health.LIVE
             else:  # the same timeline across the outage, once data comes again: a silent camera is no reconnection
-                resume = functools.partial(self._resume, seg, decoder, outage_started, lost_from)
+                self._pending = functools.partial(self._resume, seg, decoder, outage_started, lost_from)
             session = time.monotonic()
             reached = False  # stopped, or the duration limit
             try:
-                reached = self._pump(decoder, seg, resume)
+                reached = self._pump(decoder, seg)
                 ended_cleanly = True
             except (av.error.FFmpegError, OSError, TimeoutError) as exc:
                 self.stats.last_error = " ".join(str(exc).split())[:200]
@@ -293,6 +298,7 @@ class SegmentReader:
                     container.close()
                 except Exception:  # closing a broken network container can fail; nothing to recover
                     pass
+                self._pending = None  # a session that brought nothing resumes nothing
             done = self._stop.is_set() or reached or (self.duration_s is not None and seg.last_time >= self.duration_s)
             for s in seg.flush(final=done):
                 self._emit(s)
