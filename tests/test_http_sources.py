@@ -174,3 +174,33 @@ def test_an_http_camera_takes_a_detect_source_through_the_api(tmp_path):
                 assert c.delete(f"/v1/streams/{info['id']}").status_code == 200
         finally:
             server.stop()
+
+
+def test_a_finished_hls_playlist_is_read_as_a_recording(http_root, tmp_path):
+    """A VOD playlist (`#EXT-X-ENDLIST`) was live like any HLS URL: read to its end, reopened and read again,
+    forever (on the server, 501 s of "stream" after 20 s of wall time, 45 reconnects). It is read once, as a file,
+    also behind a master playlist and under an API source policy; a playlist without the end stays live."""
+    import httpx
+
+    from pipelines import AnalyzeOptions, StageConfig, analyze_inline
+    from pipelines.media.policy import SourcePolicy
+    from pipelines.media.sources import settle_live
+
+    root = tmp_path / "www"
+    root.mkdir()
+    vod = f"{http_root}/index.m3u8"
+    lines = httpx.get(vod).text.splitlines()
+    (root / "master.m3u8").write_text(f"#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=800000\n{vod}\n")
+    (root / "growing.m3u8").write_text("\n".join(f"{http_root}/{line}" if line.endswith(".ts") else line
+                                                 for line in lines if line != "#EXT-X-ENDLIST"))
+    server = serve_files(root)
+    here = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        guard = SourcePolicy(networks=("127.0.0.0/8",), allow_public=False)
+        for url, live in ((vod, False), (f"{here}/master.m3u8", False), (f"{here}/growing.m3u8", True)):
+            assert settle_live(parse_source(url), None).live is live, url
+            assert settle_live(parse_source(url, guard=guard), None).live is live, url
+        result = analyze_inline(vod, AnalyzeOptions(stages=StageConfig(asr=False, visual=False, safety=False)))
+    finally:
+        server.shutdown()
+    assert len(result["seconds"]) == 20 and result["ingest"]["reconnects"] == 0, result["ingest"]

@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 
 import av
+import httpx
 
 from models.errors import BadInput
 from pipelines.media.guarded_io import GuardedHttp
@@ -149,7 +150,11 @@ def settle_live(spec: SourceSpec, live: bool | None, open_timeout_s: float = 10.
     """A plain HTTP URL whose liveness was not given (`live` None) is live when it serves a camera's endless
     stream (`CAMERA_FORMATS`: an IP camera's, a webcam server's multipart JPEG), not a download: opened once
     to see which (after the preflight check, so an unreachable URL still fails in its 2.5 s). Before, such a
-    camera was read as a file: no reconnects, no recording, no latency budget."""
+    camera was read as a file: no reconnects, no recording, no latency budget. An HLS playlist that is finished
+    (`#EXT-X-ENDLIST`: a recording, not a broadcast) is read as a file: live, it was read to its end, reopened
+    and read again, forever."""
+    if live is None and spec.kind is SourceKind.HLS:
+        return replace(spec, live=False) if _playlist_ended(spec, open_timeout_s) is True else spec
     if live is not None or spec.kind is not SourceKind.HTTP:
         return spec
     try:
@@ -161,6 +166,49 @@ def settle_live(spec: SourceSpec, live: bool | None, open_timeout_s: float = 10.
     finally:
         container.close()
     return replace(spec, live=True) if camera else spec
+
+
+def _playlist_ended(spec: SourceSpec, timeout_s: float) -> bool | None:
+    """Whether the HLS playlist (or a master playlist's first variant) is finished; None when it cannot be read
+    (the reader then says why). Read under the source's policy, as FFmpeg would read it."""
+    from urllib.parse import urljoin
+
+    url = spec.uri
+    for _ in range(2):  # a master playlist names its variants; theirs say whether it ends
+        try:
+            text = _small_text(spec, url, timeout_s)
+        except (OSError, httpx.HTTPError, SourceRefused):
+            return None
+        if "#EXT-X-ENDLIST" in text:
+            return True
+        lines = [line.strip() for line in text.splitlines()]
+        variant = next((lines[i + 1] for i, line in enumerate(lines[:-1]) if line.startswith("#EXT-X-STREAM-INF")),
+                       None)
+        if not variant:
+            return False
+        url = urljoin(url, variant)
+    return False
+
+
+def _small_text(spec: SourceSpec, url: str, timeout_s: float, limit: int = 1 << 20) -> str:
+    """Up to `limit` bytes of `url`, through the policy's pinned reader when the source has one."""
+    if spec.guard is not None:
+        reader = GuardedHttp(spec.guard, timeout_s).open(url, 1, {})
+        try:
+            data = b""
+            while len(data) < limit and (chunk := reader.read(limit - len(data))):
+                data += chunk
+        finally:
+            reader.close()
+    else:
+        with httpx.stream("GET", url, timeout=timeout_s, follow_redirects=True, trust_env=False) as response:
+            response.raise_for_status()
+            data = b""
+            for chunk in response.iter_bytes():
+                data += chunk
+                if len(data) >= limit:
+                    break
+    return data[:limit].decode("utf-8", "replace")
 
 
 def media_streams(container) -> tuple:
