@@ -73,3 +73,21 @@ def rtsp_tcp_server(demo_clip):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     proc.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def http_root(tmp_path_factory, demo_clip):
+    """The demo clip over HTTP on loopback: `clip.mp4`, a finished HLS playlist `index.m3u8` (a recording) and
+    `live.m3u8`, the same segments without the end (a broadcast)."""
+    from tests.helpers.web import serve_files
+
+    root = tmp_path_factory.mktemp("www")
+    (root / "clip.mp4").write_bytes(demo_clip[0].read_bytes())
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(demo_clip[0]), "-c", "copy", "-f", "hls",
+                    "-hls_time", "2", "-hls_playlist_type", "vod", str(root / "index.m3u8")], check=True)
+    vod = (root / "index.m3u8").read_text().splitlines()
+    (root / "live.m3u8").write_text("\n".join(line for line in vod if line not in ("#EXT-X-ENDLIST",
+                                                                                   "#EXT-X-PLAYLIST-TYPE:VOD")) + "\n")
+    server = serve_files(root)
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()

@@ -5,28 +5,14 @@ source (an HLS playlist) is recorded and its clip plays."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 
 import pytest
 
 from tests.helpers.api_server import ApiServer, wait_until_not
 from tests.helpers.cli import free_port
-from tests.helpers.web import serve_files
 
 NO_RECORDING = {"detail": "this job has no recording (only live streams are recorded)"}
-
-
-@pytest.fixture(scope="module")
-def www(tmp_path_factory, demo_clip) -> str:
-    """The demo clip over HTTP on loopback, as a file and as an HLS playlist."""
-    root = tmp_path_factory.mktemp("www")
-    (root / "demo.mp4").write_bytes(demo_clip[0].read_bytes())
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(demo_clip[0]), "-c", "copy", "-f", "hls",
-                    "-hls_time", "2", "-hls_playlist_type", "vod", str(root / "index.m3u8")], check=True)
-    server = serve_files(root)
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +30,9 @@ def listed(c, stream_id: str) -> dict:
     return next(s for s in c.get("/v1/streams").json() if s["id"] == stream_id)
 
 
-def test_a_plain_http_file_is_not_recorded_and_says_so(server, www):
+def test_a_plain_http_file_is_not_recorded_and_says_so(server, http_root):
     with server.client() as c:
-        r = c.post("/v1/streams", json={"source": f"{www}/demo.mp4"})
+        r = c.post("/v1/streams", json={"source": f"{http_root}/clip.mp4"})
         assert r.status_code == 202, r.text
         stream = r.json()
         assert stream["status"] == "starting" and stream["recorded"] is False
@@ -73,9 +59,9 @@ def test_a_stream_that_failed_before_it_connected_recorded_nothing(server):
         c.delete(f"/v1/streams/{stream['id']}")
 
 
-def test_a_live_source_is_recorded_and_its_clip_plays(server, www):
+def test_a_live_source_is_recorded_and_its_clip_plays(server, http_root):
     with server.client() as c:
-        r = c.post("/v1/streams", json={"source": f"{www}/index.m3u8"})
+        r = c.post("/v1/streams", json={"source": f"{http_root}/live.m3u8"})
         assert r.status_code == 202, r.text
         stream = r.json()
         try:
