@@ -11,7 +11,7 @@ import av
 import numpy as np
 import pytest
 
-from pipelines.media.clips import NotRecorded, cut_clip, recorded_range
+from pipelines.media.clips import MAX_CLIP_S, NotRecorded, cut_clip, recorded_range
 from pipelines.media.ingest import SegmentReader
 from pipelines.media.ingest_stats import ReconnectPolicy
 from pipelines.media.recorder import RecordConfig, Recorder, list_segments, prune_recordings, segment_start
@@ -210,3 +210,54 @@ def test_an_rtsp_recording_keeps_its_first_seconds_playable(rtsp_server, tmp_pat
         # UDP on a loaded machine may lose a few packets (43 of 48 frames seen once): a lost frame is the
         # transport's, a segment that ends early is ours, and the span check above catches that
         assert len(clip_frames(clip.data)) >= 0.8 * 2 * 24 and audio >= 1.5, (start, audio)
+
+
+def _record_sessions(demo: str, folder, sessions: list[tuple[float, float, float]]) -> None:
+    """The demo recorded as a camera that dropped out between sessions: each `(stream time of its first packet,
+    demo time it joins at, demo time it ends at)` is a new connection (`Recorder.connect`, as the ingest does on
+    each reconnection) on the one stream clock, whose outages are gaps in the recording."""
+    recorder = Recorder(RecordConfig(str(folder), segment_s=4.0))
+    for at, joined_s, until_s in sessions:
+        with av.open(demo) as container:
+            streams = [container.streams.video[0], container.streams.audio[0]]
+            recorder.connect(streams, lambda t, shift=at - joined_s: t + shift)
+            for packet in container.demux(streams):
+                if packet.pts is not None and joined_s <= float(packet.pts * packet.time_base) <= until_s:
+                    recorder.write(packet)
+    recorder.close()
+
+
+def _duration(clip) -> float:
+    with av.open(io.BytesIO(clip.data)) as container:
+        return container.duration / 1e6
+
+
+def test_a_clip_just_after_an_outage_starts_after_it(demo_clip, tmp_path):
+    """QA: after a 136-s camera outage, a 5-s clip asked for just after the reconnect was 149 s long from a keyframe
+    before the outage (a frozen picture for 2 minutes). A clip never starts before a gap in the recording that
+    precedes its start: here the camera was away from 17.5 s to 151 s and rejoined mid-GOP, its first keyframe at
+    151.7 s, and X-Clip-Start says so."""
+    folder = tmp_path / "outage"
+    _record_sessions(str(demo_clip[0]), folder, [(0.0, 0.0, 17.5), (151.0, 0.3, 12.0)])
+    resumed = min(s for s in map(segment_start, list_segments(folder)) if s > 100)
+    assert resumed == pytest.approx(151.7, abs=0.05)  # the demo has a keyframe a second
+    for start, end in ((151.2, 156.2), (140.0, 155.0), (35.0, 154.9)):
+        clip = cut_clip(folder, start, end)
+        assert clip.start == pytest.approx(resumed, abs=1e-3), (start, end, clip.start)
+        assert clip.end >= end - 0.1 and _duration(clip) <= end - resumed + 0.1, (start, end, _duration(clip))
+        frames = clip_frames(clip.data)
+        assert frames[0][0] == pytest.approx(0.0, abs=0.05) and len(frames) >= 20 * (end - resumed)
+    clip = cut_clip(folder, 153.2, 158.2)  # a keyframe after the gap, before the start: served from it as before
+    assert clip.start == pytest.approx(152.7, abs=0.05) and _duration(clip) <= 5.6
+    clip = cut_clip(folder, 16.2, 20.0)  # a range that ends in the outage keeps what was recorded before it
+    assert clip.start == pytest.approx(16.0, abs=0.05) and clip.end <= 17.5
+
+
+def test_a_clip_is_never_longer_than_the_limit(demo_clip, tmp_path):
+    """A full-length range (120 s) that starts 0.9 s after a keyframe made a 120.9-s clip: the limit holds for the
+    clip returned, whose end is cut short by the keyframe's lead."""
+    folder = tmp_path / "long"
+    _record_sessions(str(demo_clip[0]), folder, [(20.0 * k, 0.0, 19.9) for k in range(7)])  # 140 s, no gaps
+    clip = cut_clip(folder, 10.9, 10.9 + MAX_CLIP_S)
+    assert clip.start == pytest.approx(10.0, abs=0.05)
+    assert 119.0 <= _duration(clip) <= MAX_CLIP_S and clip.end >= 10.9 + MAX_CLIP_S - 1.5

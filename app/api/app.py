@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import signal
 import sqlite3
 import threading
@@ -27,6 +29,30 @@ from app.services.uploads import capped, private_dir
 from pipelines.sinks.store import Store
 
 
+def _hook_stop_signals(stopping: asyncio.Event) -> None:
+    """Set `stopping` on SIGTERM and SIGINT, then run the handler that was there (uvicorn's graceful shutdown).
+    Uvicorn waits for open connections to close before the lifespan's shutdown, and an SSE feed closes only once
+    its stream ended: without this both wait until uvicorn's graceful timeout cancels the feeds, with an error."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(sig)
+
+        def handler(signum: int, frame: object, previous: object = previous) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing is left to tell
+                loop.call_soon_threadsafe(stopping.set)
+            if callable(previous):
+                previous(signum, frame)
+
+        signal.signal(sig, handler)
+
+
+async def _stop_streams_when(stopping: asyncio.Event, stream_manager: StreamManager) -> None:
+    """Once the server is told to stop, stop the streams at once (their results are saved as `stopped`), so their
+    SSE feeds send `event: end` and close while uvicorn waits for the connections."""
+    await stopping.wait()
+    await asyncio.to_thread(stream_manager.close)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     access_log.install()  # no credentials from request paths in the logs
@@ -45,16 +71,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         job_manager.on_finish = lambda status, seconds: metrics.job_seconds.observe(seconds)
         app.state.services = Services(settings, store, job_manager, stream_manager,
                                       SearchService(store, job_manager.grounder), metrics)
+        app.state.stopping = stopping = asyncio.Event()  # set when the server is told to stop: SSE feeds end
         on_term = signal.getsignal(signal.SIGTERM)  # uvicorn's graceful shutdown
         job_manager.start()
         stream_manager.resume()  # persistent streams that ran when the last server stopped
+        early_stop = None
         if threading.current_thread() is threading.main_thread() and on_term is not None:
             signal.signal(signal.SIGTERM, on_term)  # ray.init put its sys.exit(15) there: SIGTERM is a clean stop
+            _hook_stop_signals(stopping)
+            early_stop = asyncio.create_task(_stop_streams_when(stopping, stream_manager))
         # Load the search encoder now rather than on the first query (seconds on a small machine).
         threading.Thread(target=lambda: TextMatcher.encoder().encode("warm up"), daemon=True).start()
         try:
             yield
         finally:
+            if early_stop is not None and stopping.is_set():
+                with contextlib.suppress(Exception):  # it failed: the close below stops what is left
+                    await early_stop
+            elif early_stop is not None:
+                early_stop.cancel()
+            stopping.set()
             stream_manager.close()
             job_manager.close()
             store.close()

@@ -6,7 +6,10 @@ keyframes without the frames before), so `Clip.start` (the stream time of the cl
 earlier than asked; `Clip.offset(t)` is where stream time `t` is in the clip. The recorder starts at the
 stream's first video keyframe, which comes up to a GOP (or a slow RTSP join) after the stream clock's 0 (its
 first audio): a range before it, such as a first event at 0.0-0.6 s, is served from that keyframe, later than
-asked.
+asked. The same holds after a gap in the recording (a camera outage: the clock goes on, nothing is recorded):
+a clip never starts before a gap that lies before the asked start, or it would be mostly the outage; when no
+keyframe lies between the gap's end and the start, it starts at the first one recorded after the gap. A clip
+is never longer than MAX_CLIP_S: when its keyframe lies before the asked start, its end is cut that much short.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import av
 from pipelines.media.recorder import OFFSET_S, TIME_BASE, Timestamps, list_segments, segment_start
 
 MAX_CLIP_S = 120.0
+GAP_S = 2.0  # packets further apart than this (and than 3x the recording's usual spacing) are a recording gap
 FIRST_KEYFRAME_LEAD_S = 3.0  # how late a recording's first keyframe may start and still be the stream's start
 
 
@@ -83,9 +87,9 @@ class _Reader:
 
 
 def cut_clip(folder: str | Path, start: float, end: float) -> Clip:
-    """The recording between stream times `start` and `end` (at most MAX_CLIP_S) as an MP4 (from the stream's
-    first keyframe for a range before it); NotRecorded when the recording holds none of it, ValueError for a bad
-    range."""
+    """The recording between stream times `start` and `end` (at most MAX_CLIP_S) as an MP4 of at most MAX_CLIP_S
+    (from the stream's first keyframe for a range before it, from the first one after a gap for a range just after
+    an outage); NotRecorded when the recording holds none of it, ValueError for a bad range."""
     if not (math.isfinite(start) and math.isfinite(end) and 0 <= start < end):
         raise ValueError("a clip needs 0 <= start < end")
     if end - start > MAX_CLIP_S:
@@ -112,20 +116,47 @@ def cut_clip(folder: str | Path, start: float, end: float) -> Clip:
 
 
 def _pick(packets: list, start: float, end: float) -> list:
-    """The packets from the last keyframe at or before `start` (else the first one before `end`) to `end`."""
+    """The packets from the last keyframe at or before `start` (else the first one before `end`) to `end`, never
+    from before a gap that precedes `start` and never more than MAX_CLIP_S of them."""
     if not any(start <= t <= end for _, t, _ in packets):
         return []
     has_video = any(kind == "video" for _, _, kind in packets)
+    resumed = _resumed_at([t for _, t, _ in packets], start)
     keys = [i for i, (packet, t, kind) in enumerate(packets)
-            if t <= end and ((kind == "video" and packet.is_keyframe) or not has_video)]
+            if resumed <= t <= end and ((kind == "video" and packet.is_keyframe) or not has_video)]
     if not keys:
         return []
     before = [i for i in keys if packets[i][1] <= start]
     first = before[-1] if before else keys[0]
     origin = packets[first][1]
+    limit = origin + MAX_CLIP_S  # the clip's last packet ends by then, whatever the keyframe's lead on `start`
     # video keeps its decode order (a frame shown before the keyframe may follow it); audio starts at the origin
     return [packets[first]] + [p for p in packets[first + 1:]
-                               if p[1] <= end and (p[2] == "video" or p[1] >= origin - 1e-6)]
+                               if p[1] <= end and p[1] + _length(p[0]) <= limit
+                               and (p[2] == "video" or p[1] >= origin - 1e-6)]
+
+
+def _resumed_at(times: list[float], start: float) -> float:
+    """The stream time the recording resumed at after its last gap that begins before `start` (an outage, or
+    segments lost to a recording error), or -inf when none: a clip from a keyframe before it would play the
+    outage as a frozen picture, then the asked range."""
+    ordered = sorted(times)
+    steps = sorted(b - a for a, b in zip(ordered, ordered[1:], strict=False))
+    if not steps:
+        return -math.inf
+    gap = max(GAP_S, 3 * steps[len(steps) // 2])  # a sparse stream's (a 0.2-fps camera's) own spacing is no gap
+    resumed = -math.inf
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        if a >= start:
+            break
+        if b - a > gap:
+            resumed = b - 1e-6
+    return resumed
+
+
+def _length(packet) -> float:
+    """A packet's duration in seconds (0 when the demuxer gives none)."""
+    return float(packet.duration * packet.time_base) if packet.duration else 0.0
 
 
 def _write(path: Path, packets: list, origin: float) -> None:

@@ -21,6 +21,10 @@ from pipelines.media.redact import redact
 
 log = logging.getLogger("foresight.api")
 
+# On shutdown a feed waits this long for its stream's end, under uvicorn's graceful timeout (10 s, app/server.py),
+# which would otherwise cancel it with an error
+SHUTDOWN_END_S = 8.0
+
 router = APIRouter(prefix="/v1/streams", tags=["streams"], dependencies=[Depends(require_api_key)])
 
 
@@ -113,8 +117,10 @@ async def stream_events(stream_id: str, request: Request, svc: Services = Depend
     stream = _get(svc, stream_id)
     since = int(last_event_id) if last_event_id and re.fullmatch(r"[0-9]{1,18}", last_event_id) else 0
 
+    stopping: asyncio.Event | None = getattr(request.app.state, "stopping", None)  # the server is told to stop
+
     async def generate():
-        seq, quiet_since = since, time.monotonic()
+        seq, quiet_since, give_up = since, time.monotonic(), None
         yield frame("hello", {"stream": stream.id, "source": stream.source, "status": stream.status})
         while not await request.is_disconnected():
             terminal = stream.terminal  # read before fetching, so the final feed is complete when we stop
@@ -123,15 +129,20 @@ async def stream_events(stream_id: str, request: Request, svc: Services = Depend
                 seq = max(seq, item_seq)
                 for message in feed_item_frames(item_seq, item):
                     yield message
+            if stopping is not None and stopping.is_set() and give_up is None:
+                give_up = time.monotonic() + SHUTDOWN_END_S  # the server stops the stream: wait for its end
             if items:
                 quiet_since = time.monotonic()
             elif terminal:
                 yield frame("end", {"status": stream.status, "error": stream.error})
                 return
+            elif give_up is not None and time.monotonic() > give_up:  # not ended in time: end the feed anyway
+                yield frame("end", {"status": stream.status, "error": "the server is shutting down"})
+                return
             elif time.monotonic() - quiet_since > 15:
                 quiet_since = time.monotonic()
                 yield comment()
-            await asyncio.sleep(0.25 if items else 0.5)
+            await asyncio.sleep(0.25 if items or give_up is not None else 0.5)
 
     return StreamingResponse(generate(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
