@@ -406,3 +406,27 @@ def test_the_live_picture_is_the_frame_its_boxes_were_found_on(demo_clip, ray_ru
         for d in shot["visual"]["detections"]:
             found[d["label"]] = found.get(d["label"], 0) + 1
         assert set(found) <= set(by_second[second]) | {"person"}, (second, found, by_second[second])
+
+
+def test_a_file_analysis_left_by_the_page_is_not_running_for_ever(tmp_path):
+    """Touching a widget or reloading the page while a file is analysed makes Streamlit raise its rerun (a
+    BaseException) from the next progress call: the job stayed `running` in the store and History for ever. It is
+    now failed with the reason, and the rerun goes on."""
+    import numpy as np
+
+    from training.media.synth import RATE, ClipSpec, write_clip
+    from ui.backend import analyze_file
+
+    class Rerun(BaseException):  # as streamlit's RerunException and StopException
+        pass
+
+    def touched(fraction: float) -> None:
+        raise Rerun
+
+    clip = tmp_path / "c.mp4"
+    write_clip(clip, ClipSpec(3.0, 5, 64, 48, lambda t: np.full((48, 64, 3), 90, np.uint8), np.zeros(3 * RATE, np.float32)))
+    store = Store(tmp_path / "f.db")
+    with pytest.raises(Rerun):
+        analyze_file(store, clip, progress=touched)
+    (job,) = store.recent_jobs()
+    assert job["status"] == "failed" and "the page was changed or reloaded" in job["error"], job

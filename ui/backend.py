@@ -181,6 +181,9 @@ def server_file(text: str) -> Path:
     return path
 
 
+LEFT = "left unfinished: the page was changed or reloaded while the file was analysed; analyse it again"
+
+
 def analyze_file(store: Store, path: Path, options: AnalyzeOptions | None = None,
                  progress: Callable[[float], None] | None = None, max_duration_s: float = MAX_DURATION_S,
                  questions: list[str] = ()) -> tuple[str, dict]:
@@ -191,6 +194,9 @@ def analyze_file(store: Store, path: Path, options: AnalyzeOptions | None = None
         result = run_job(store, job_id, str(path), uploads.capped(options, max_duration_s), on_progress=progress)
     except Exception as exc:
         store.update_job(job_id, status="failed", error=str(exc))
+        raise
+    except BaseException:  # Streamlit's rerun or stop (a widget touched, the page reloaded): the analysis is left
+        store.update_job(job_id, status="failed", error=LEFT)
         raise
     if questions and not (options and options.grounding.queries):  # no grounding model: match the text
         result["moments"] = ground_queries(result, questions)
