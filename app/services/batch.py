@@ -22,7 +22,7 @@ from pathlib import Path
 from app.services.jobs import JOB_TASK_OPTIONS, outcome, record_outcome
 from models.errors import BadInput
 from pipelines.media.sources import MEDIA_EXTENSIONS, content_hash
-from pipelines.sinks.exporters import check_writable_dir, summary_row, summary_table, to_webvtt, write_json
+from pipelines.sinks.exporters import prepare_output, summary_row, summary_table, to_webvtt, write_json
 from pipelines.sinks.store import Store
 from pipelines.spine.inline import analyze_inline
 from pipelines.spine.options import AnalyzeOptions
@@ -112,13 +112,7 @@ def run_batch(folder: str | Path, outdir: str | Path, options: AnalyzeOptions | 
 def _locked(outdir: Path) -> Iterator[Store]:
     """OUTDIR made, checked and held by this run alone (a second batch on it is refused at once, before either
     redoes the other's work), and its store open."""
-    if outdir.exists() and not outdir.is_dir():
-        raise BadInput(f"--out {outdir} is not a folder")
-    try:
-        outdir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadInput(f"cannot make --out folder {outdir} ({exc.strerror or exc})") from None
-    check_writable_dir(outdir, "--out")
+    prepare_output(outdir, "--out", folder=True)
     with open(outdir / LOCK, "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
