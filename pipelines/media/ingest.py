@@ -318,8 +318,6 @@ class SegmentReader:
                 lost_from = seg.last_time
                 outage_started, self.stats.outage_since = self._last_data
             else:  # connected, and nothing came: the outage goes on, within its budget and with the backoff
-                if self.stats.outage_since is None:
-                    outage_started, self.stats.outage_since = self._last_data
                 if time.monotonic() - outage_started > self.policy.outage_budget_s:
                     return self._give_up(outage_started, lost_from)
                 attempt += 1
